@@ -1,0 +1,78 @@
+// idem/guard.h: run an effect once per idempotency key, in the key's own transaction (DESIGN §2).
+//
+//   BEGIN → claim the key (unique-constraint INSERT) → SAVEPOINT → the caller's effect on the same
+//   transaction → record the outcome → COMMIT
+//
+// so the effect, the key and the stored response commit together or not at all. Every later
+// arrival of the key gets the stored response back without running the effect.
+//
+// Thread-safety: a Guard is safe to use from many threads at once (it only reads its options and
+// opens a transaction per call).
+#ifndef IDEM_GUARD_H_
+#define IDEM_GUARD_H_
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "idem/outcome.h"
+#include "idem/record.h"
+#include "idem/store.h"
+#include "idem/transaction.h"
+
+namespace idem {
+
+// The caller's effect. It writes through `tx` (never commits or rolls back itself) and returns the
+// response to store and replay; the guard classifies the response's status with the
+// OutcomeClassifier. A non-OK status rolls everything back, records nothing, and is returned to
+// the caller as is. An exception thrown by the effect rolls everything back and propagates.
+using Effect = std::function<absl::StatusOr<StoredResponse>(Transaction& tx)>;
+
+struct GuardOptions {
+  // Decides completed / failed_final / transient from the response's status.
+  OutcomeClassifier classifier;
+  // Names the holder of a claim in the record. Default (empty): a per-guard UUIDv7.
+  std::string owner;
+  // How many times a transient store error (busy, serialization failure, deadlock, lost
+  // connection) is retried inside Run, with jittered backoff, before it is returned. Default 0.
+  int transient_retries = 0;
+};
+
+struct GuardResult {
+  StoredResponse response;
+  // kCompleted or kFailedFinal when the outcome is stored; kInProgress for a transient outcome,
+  // which was returned but not stored (the effect's writes were rolled back).
+  KeyState state = KeyState::kInProgress;
+  // true: the stored outcome of an earlier arrival; the effect did not run.
+  bool replayed = false;
+};
+
+class Guard {
+ public:
+  // REQUIRES: `store` outlives the guard.
+  explicit Guard(Store& store, GuardOptions options = {});
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+
+  // Runs `effect` at most once for `scope`, unless an earlier run's outcome was transient.
+  //  - First arrival: runs the effect; completed → effect + record committed; failed_final →
+  //    effect rolled back to the savepoint, the error recorded and committed; transient →
+  //    everything rolled back, nothing recorded, the response returned with state kInProgress.
+  //  - A stored outcome with the same fingerprint: returned with replayed = true.
+  //  - A concurrent caller of the same key waits for the first's commit and replays it (or runs
+  //    the effect itself if the first rolled back).
+  // Errors: FailedPrecondition when the key's stored fingerprint differs (nothing is returned of
+  // the stored response); Aborted when a lease-mode holder still holds the key; Unavailable when
+  // the store is busy or down; any error the effect returned. On error nothing is recorded.
+  absl::StatusOr<GuardResult> Run(const Scope& scope, std::string_view fingerprint,
+                                  const Effect& effect);
+
+ private:
+  Store& store_;
+  GuardOptions options_;
+};
+
+}  // namespace idem
+
+#endif  // IDEM_GUARD_H_

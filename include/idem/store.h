@@ -1,0 +1,169 @@
+// idem/store.h: where key records live. One interface, every backend (SQLite, PostgreSQL) passes
+// the same conformance suite (src/store/testing/).
+//
+// Two ways to use a store (DESIGN §2):
+//  - Lease mode, for effects outside the database: Claim / Heartbeat / Complete / FailFinal /
+//    Release / TakeOver, each its own committed transaction, every write after the claim carrying
+//    the fencing token (the record's fence).
+//  - Transaction mode, for effects in the same database: Begin() opens a StoreTransaction that
+//    claims the key, runs the caller's writes, records the outcome and commits them together.
+//
+// Keys are scoped by (tenant, key). A record whose expires_ms has passed counts as absent
+// everywhere, before and after the sweeper deletes it.
+//
+// Thread-safety: a Store is safe to use from many threads at once; a StoreTransaction belongs to
+// one thread. Many processes may open the same store.
+#ifndef IDEM_STORE_H_
+#define IDEM_STORE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "idem/clock.h"
+#include "idem/record.h"
+#include "idem/transaction.h"
+
+namespace idem {
+
+using namespace std::chrono_literals;
+
+struct StoreOptions {
+  // Time source for leases, timestamps and expiry. Default (null): SystemClock(). Not owned; must
+  // outlive the store.
+  Clock* clock = nullptr;
+  // How long a completed or failed_final record is replayed after it was written; an in_progress
+  // record is kept at most this long after its claim. Default 24 h.
+  Millis retention = 24h;
+  // How long a call waits for a lock held by another connection or process before it reports
+  // Unavailable. Default 5 s.
+  Millis lock_timeout = 5s;
+  // Most connections the store opens at once. Default 8.
+  int max_connections = 8;
+  // SQLite only. true (default): synchronous=FULL, a commit survives power loss. false:
+  // synchronous=NORMAL, in WAL mode a commit may be lost on power loss (never on a process crash)
+  // in exchange for fewer fsyncs. Also settable in the URI: sqlite:PATH?synchronous=normal.
+  bool durable_commits = true;
+};
+
+struct ClaimRequest {
+  Scope scope;
+  std::string fingerprint;
+  std::string owner;
+  Millis lease = 30s;  // lease mode only: how long the claim holds without a heartbeat
+};
+
+struct ClaimResult {
+  // true: the caller now holds the key; record is its new in_progress record and record.fence
+  // is the fencing token every later write must carry.
+  // false: a live record blocked the claim; record is that record, in any state (the caller
+  // replays it, reports a fingerprint mismatch, reports in-flight, or takes over an expired
+  // lease).
+  bool claimed = false;
+  KeyRecord record;
+};
+
+class StoreTransaction;
+
+class Store {
+ public:
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  virtual ~Store() = default;
+
+  // --- lease mode: each call commits on its own ---
+
+  // Claims the key with a unique-constraint INSERT: at most one concurrent caller wins. A record
+  // that has expired counts as absent and is replaced, its fence carried on (+1).
+  // Errors: InvalidArgument for a malformed scope; Unavailable when the database is busy or down.
+  virtual absl::StatusOr<ClaimResult> Claim(const ClaimRequest& request) = 0;
+
+  // Takes over an in_progress record whose lease has passed: a conditional UPDATE that succeeds
+  // only while the record still has `expected_fence` and an expired lease. Returns the record
+  // with fence expected_fence + 1, the new owner and a new lease.
+  // Errors: Aborted when the fence moved or the lease is still live (someone else won);
+  // NotFound when there is no live record.
+  virtual absl::StatusOr<KeyRecord> TakeOver(const ClaimRequest& request,
+                                             int64_t expected_fence) = 0;
+
+  // Extends the lease of an in_progress record held with `fence` to now + lease.
+  // Errors: Aborted when the record is no longer in_progress with this fence.
+  virtual absl::Status Heartbeat(const Scope& scope, int64_t fence, Millis lease) = 0;
+
+  // Records the outcome of an in_progress record held with `fence`: completed, or failed_final
+  // for a deterministic failure. The record then expires after StoreOptions::retention.
+  // Errors: Aborted when the record is no longer in_progress with this fence (nothing written).
+  virtual absl::Status Complete(const Scope& scope, int64_t fence,
+                                const StoredResponse& response) = 0;
+  virtual absl::Status FailFinal(const Scope& scope, int64_t fence,
+                                 const StoredResponse& response) = 0;
+
+  // Deletes an in_progress record held with `fence`, after a transient failure: the key becomes
+  // absent and the next arrival runs the effect again.
+  // Errors: Aborted when the record is no longer in_progress with this fence.
+  virtual absl::Status Release(const Scope& scope, int64_t fence) = 0;
+
+  // Returns the live record of the scope. Errors: NotFound when absent or expired.
+  virtual absl::StatusOr<KeyRecord> Get(const Scope& scope) = 0;
+
+  // Deletes at most `max_rows` expired records (an in_progress record only once its lease has
+  // passed too) and returns how many it deleted; call again until it returns less than max_rows.
+  virtual absl::StatusOr<int64_t> SweepExpired(int64_t max_rows) = 0;
+
+  // --- transaction mode ---
+
+  // Opens a transaction. Errors: Unavailable when no connection can be had in lock_timeout.
+  virtual absl::StatusOr<std::unique_ptr<StoreTransaction>> Begin() = 0;
+};
+
+// A transaction that can hold a key's claim beside the caller's own writes. Destroying it without
+// Commit() rolls everything back.
+class StoreTransaction : public Transaction {
+ public:
+  StoreTransaction() = default;
+  StoreTransaction(const StoreTransaction&) = delete;
+  StoreTransaction& operator=(const StoreTransaction&) = delete;
+
+  // Claims the key inside this transaction. An expired record counts as absent and is replaced;
+  // an in_progress record whose lease has passed is taken over (fence + 1). When another
+  // transaction is claiming the same key right now, waits for it: if it commits, returns its
+  // record (claimed = false); if it rolls back, claims. Until Commit() nobody else sees the claim.
+  // Errors: Unavailable when the wait exceeds lock_timeout, or on a serialization failure,
+  // deadlock or lost connection; the transaction must then be rolled back.
+  virtual absl::StatusOr<ClaimResult> Claim(const Scope& scope, std::string_view fingerprint,
+                                            std::string_view owner) = 0;
+
+  // Records the final state (kCompleted or kFailedFinal) of a record this transaction claimed.
+  // Errors: Aborted when the record is not in_progress with `fence`.
+  virtual absl::Status Finish(const Scope& scope, int64_t fence, KeyState state,
+                              const StoredResponse& response) = 0;
+
+  // SAVEPOINT name / ROLLBACK TO SAVEPOINT name / RELEASE SAVEPOINT name.
+  virtual absl::Status Savepoint(std::string_view name) = 0;
+  virtual absl::Status RollbackToSavepoint(std::string_view name) = 0;
+  virtual absl::Status ReleaseSavepoint(std::string_view name) = 0;
+
+  // Commits. Errors: Unavailable when the commit could not be made durable (nothing committed).
+  virtual absl::Status Commit() = 0;
+  // Rolls back. Safe to call more than once.
+  virtual absl::Status Rollback() = 0;
+};
+
+// Opens the store named by `uri`, applying any schema migrations it needs:
+//   sqlite:PATH[?synchronous=full|normal]  the embedded store (a file; created if absent)
+//   postgresql://user@host:port/db?...      the shared store (libpq syntax; postgres:// too)
+// Errors: InvalidArgument for a URI of no known scheme or a malformed one; PermissionDenied for a
+// path that cannot be written; DataLoss for a corrupt file; FailedPrecondition for a database
+// that is not idem's or whose schema is newer than this idem; Unavailable for a server that
+// cannot be reached. Nothing is half-written on failure.
+absl::StatusOr<std::unique_ptr<Store>> OpenStore(std::string_view uri,
+                                                 const StoreOptions& options = {});
+
+}  // namespace idem
+
+#endif  // IDEM_STORE_H_

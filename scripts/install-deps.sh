@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs, by Debian package name, whatever idem needs to build, test and run that is missing.
+# Safe to run again: when everything is present it changes nothing and reaches no network.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libabsl-dev libssl-dev libsqlite3-dev sqlite3 libpq-dev postgresql
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "idem: installing missing Debian packages: ${missing[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -q
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

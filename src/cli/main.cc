@@ -1,0 +1,59 @@
+// The `idem` program: wires the subcommands together and nothing else.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "cli/commands.h"
+
+#ifndef IDEM_VERSION
+#define IDEM_VERSION "0.0.0"
+#endif
+
+namespace {
+
+// `idem help SUBCOMMAND` prints that subcommand's help, like `idem SUBCOMMAND --help`.
+void AddHelpCommand(CLI::App& app, int& exit_code) {
+  auto* help = app.add_subcommand("help", "Show help for idem or one of its subcommands");
+  auto topic = std::make_shared<std::string>();
+  help->add_option("subcommand", *topic, "The subcommand to explain");
+  help->callback([&app, &exit_code, topic] {
+    if (topic->empty()) {
+      std::fputs(app.help().c_str(), stdout);
+      exit_code = 0;
+      return;
+    }
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (sub->get_name() == *topic) {
+        std::fputs(sub->help().c_str(), stdout);
+        exit_code = 0;
+        return;
+      }
+    }
+    std::fprintf(stderr, "idem: no subcommand named '%s'; run 'idem --help' for the list\n",
+                 topic->c_str());
+    exit_code = 2;
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"idem makes retries safe: the same operation, arriving once or fifty times, has its "
+               "effect once and every arrival gets the same answer.",
+               "idem"};
+  app.set_version_flag("--version", std::string("idem ") + IDEM_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  AddHelpCommand(app, exit_code);
+  idem::cli::AddCallCommand(app, exit_code);
+  idem::cli::AddSimCommand(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "idem: %s\n", e.what());
+    return 70;
+  }
+  return exit_code;
+}
