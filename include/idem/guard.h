@@ -32,7 +32,7 @@ using Effect = std::function<absl::StatusOr<StoredResponse>(Transaction& tx)>;
 struct GuardOptions {
   // Decides completed / failed_final / transient from the response's status.
   OutcomeClassifier classifier;
-  // Names the holder of a claim in the record. Default (empty): a per-guard UUIDv7.
+  // Names the holder of a claim in the record. Default (empty): "HOST:PID:N", unique per guard.
   std::string owner;
   // How many times a transient store error (busy, serialization failure, deadlock, lost
   // connection) is retried inside Run, with jittered backoff, before it is returned. Default 0.
@@ -69,6 +69,9 @@ class Guard {
                                   const Effect& effect);
 
  private:
+  absl::StatusOr<GuardResult> RunOnce(const Scope& scope, std::string_view fingerprint,
+                                      const Effect& effect);
+
   Store& store_;
   GuardOptions options_;
 };

@@ -1,0 +1,208 @@
+#include "idem/guard.h"
+
+#include <atomic>
+#include <barrier>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "guard/temp_sqlite_store.h"
+
+namespace idem {
+namespace {
+
+class GuardTest : public testing::TempSqliteStoreTest {
+ protected:
+  void SetUp() override {
+    TempSqliteStoreTest::SetUp();
+    auto tx = store_->Begin();
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    ASSERT_TRUE((*tx)->Execute("CREATE TABLE effects(key TEXT PRIMARY KEY, amount BIGINT)").ok());
+    ASSERT_TRUE((*tx)->Commit().ok());
+  }
+
+  // An effect that writes one row in the guard's transaction and answers `status`.
+  Effect WriteRow(const std::string& key, int status, std::atomic<int>* runs = nullptr) {
+    return [key, status, runs](Transaction& tx) -> absl::StatusOr<StoredResponse> {
+      if (runs) runs->fetch_add(1);
+      SqlValue params[] = {key, int64_t{5}};
+      auto inserted = tx.Execute("INSERT INTO effects(key, amount) VALUES ($1, $2)", params);
+      if (!inserted.ok()) return inserted.status();
+      return StoredResponse{.status = status,
+                            .headers = {{"Content-Type", "application/json"}},
+                            .body = "{\"key\":\"" + key + "\"}"};
+    };
+  }
+
+  Scope scope_{"tenant-a", "key-1"};
+};
+
+TEST_F(GuardTest, FirstArrivalRunsEffectAndCommitsItWithTheOutcome) {
+  Guard guard(*store_);
+  auto result = guard.Run(scope_, "fp", WriteRow("key-1", 201));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->replayed);
+  EXPECT_EQ(result->state, KeyState::kCompleted);
+  EXPECT_EQ(result->response.status, 201);
+  EXPECT_EQ(CountRows("effects"), 1);
+  auto record = store_->Get(scope_);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->state, KeyState::kCompleted);
+  EXPECT_EQ(record->response, result->response);
+}
+
+TEST_F(GuardTest, SecondArrivalReplaysStoredResponseWithoutRunningEffect) {
+  Guard guard(*store_);
+  std::atomic<int> runs{0};
+  auto first = guard.Run(scope_, "fp", WriteRow("key-1", 200, &runs));
+  auto second = guard.Run(scope_, "fp", WriteRow("key-1", 200, &runs));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(runs.load(), 1);
+  EXPECT_TRUE(second->replayed);
+  EXPECT_EQ(second->response, first->response);
+  EXPECT_EQ(CountRows("effects"), 1);
+}
+
+TEST_F(GuardTest, KeyReusedWithAnotherFingerprintIsFailedPreconditionAndRunsNothing) {
+  Guard guard(*store_);
+  std::atomic<int> runs{0};
+  ASSERT_TRUE(guard.Run(scope_, "fp-1", WriteRow("key-1", 200, &runs)).ok());
+  auto reused = guard.Run(scope_, "fp-2", WriteRow("other", 200, &runs));
+  EXPECT_EQ(reused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(runs.load(), 1);
+  EXPECT_EQ(CountRows("effects"), 1);
+}
+
+TEST_F(GuardTest, DeterministicFailureRollsBackEffectAndStoresFailedFinal) {
+  Guard guard(*store_);
+  auto result = guard.Run(scope_, "fp", WriteRow("key-1", 422));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->state, KeyState::kFailedFinal);
+  EXPECT_EQ(CountRows("effects"), 0);
+  auto replay = guard.Run(scope_, "fp", WriteRow("key-1", 200));
+  ASSERT_TRUE(replay.ok());
+  EXPECT_TRUE(replay->replayed);
+  EXPECT_EQ(replay->response.status, 422);
+  EXPECT_EQ(CountRows("effects"), 0);
+}
+
+TEST_F(GuardTest, TransientResponseRollsBackEverythingAndStoresNothing) {
+  Guard guard(*store_);
+  auto result = guard.Run(scope_, "fp", WriteRow("key-1", 503));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->state, KeyState::kInProgress);
+  EXPECT_EQ(result->response.status, 503);
+  EXPECT_EQ(CountRows("effects"), 0);
+  EXPECT_EQ(store_->Get(scope_).status().code(), absl::StatusCode::kNotFound);
+  auto retried = guard.Run(scope_, "fp", WriteRow("key-1", 200));
+  ASSERT_TRUE(retried.ok());
+  EXPECT_FALSE(retried->replayed);
+  EXPECT_EQ(CountRows("effects"), 1);
+}
+
+TEST_F(GuardTest, EffectErrorRollsBackEverythingAndIsReturnedAsIs) {
+  Guard guard(*store_);
+  auto result = guard.Run(scope_, "fp", [](Transaction& tx) -> absl::StatusOr<StoredResponse> {
+    SqlValue params[] = {std::string("key-1"), int64_t{1}};
+    EXPECT_TRUE(tx.Execute("INSERT INTO effects(key, amount) VALUES ($1, $2)", params).ok());
+    return absl::InvalidArgumentError("amount must be positive");
+  });
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(result.status().message(), "amount must be positive");
+  EXPECT_EQ(CountRows("effects"), 0);
+  EXPECT_EQ(store_->Get(scope_).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(GuardTest, ExceptionFromEffectRollsBackEverythingAndPropagates) {
+  Guard guard(*store_);
+  Effect throwing = [](Transaction& tx) -> absl::StatusOr<StoredResponse> {
+    SqlValue params[] = {std::string("key-1"), int64_t{1}};
+    EXPECT_TRUE(tx.Execute("INSERT INTO effects(key, amount) VALUES ($1, $2)", params).ok());
+    throw std::runtime_error("effect failed");
+  };
+  EXPECT_THROW((void)guard.Run(scope_, "fp", throwing), std::runtime_error);
+  EXPECT_EQ(CountRows("effects"), 0);
+  EXPECT_EQ(store_->Get(scope_).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(GuardTest, KeyHeldByLiveLeaseIsReportedInFlight) {
+  ClaimRequest lease{.scope = scope_, .fingerprint = "fp", .owner = "gateway", .lease = 30s};
+  ASSERT_TRUE(store_->Claim(lease).ok());
+  Guard guard(*store_);
+  std::atomic<int> runs{0};
+  auto result = guard.Run(scope_, "fp", WriteRow("key-1", 200, &runs));
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(runs.load(), 0);
+}
+
+TEST_F(GuardTest, KeyWhoseLeaseLapsedIsTakenOverWithNextFence) {
+  ClaimRequest lease{.scope = scope_, .fingerprint = "fp", .owner = "dead", .lease = 30s};
+  ASSERT_TRUE(store_->Claim(lease).ok());
+  clock_.Advance(31s);
+  Guard guard(*store_);
+  auto result = guard.Run(scope_, "fp", WriteRow("key-1", 200));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->replayed);
+  auto record = store_->Get(scope_);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->fence, 2);
+  EXPECT_EQ(store_->Complete(scope_, 1, StoredResponse{.status = 500}).code(),
+            absl::StatusCode::kAborted);
+}
+
+TEST_F(GuardTest, ExpiredOutcomeCountsAsAbsentAndRunsAgain) {
+  Guard guard(*store_);
+  std::atomic<int> runs{0};
+  ASSERT_TRUE(guard.Run(scope_, "fp", WriteRow("key-1", 200, &runs)).ok());
+  clock_.Advance(24h + 1ms);
+  auto again = guard.Run(scope_, "fp", WriteRow("key-1b", 200, &runs));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->replayed);
+  EXPECT_EQ(runs.load(), 2);
+}
+
+TEST_F(GuardTest, TenantsNeverShareAKey) {
+  Guard guard(*store_);
+  ASSERT_TRUE(guard.Run({"tenant-a", "k"}, "fp-a", WriteRow("a", 200)).ok());
+  auto other = guard.Run({"tenant-b", "k"}, "fp-b", WriteRow("b", 200));
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_FALSE(other->replayed);
+  EXPECT_EQ(CountRows("effects"), 2);
+}
+
+TEST_F(GuardTest, ClassifierOverrideDecidesWhatIsStored) {
+  GuardOptions options;
+  options.classifier = OutcomeClassifier().With(409, OutcomeClass::kCompleted);
+  Guard guard(*store_, options);
+  auto result = guard.Run(scope_, "fp", WriteRow("key-1", 409));
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->state, KeyState::kCompleted);
+  EXPECT_EQ(CountRows("effects"), 1);
+}
+
+TEST_F(GuardTest, ConcurrentCallersOfOneKeyRunTheEffectOnceAndAllGetItsAnswer) {
+  constexpr int kThreads = 8;
+  std::atomic<int> runs{0};
+  std::vector<absl::StatusOr<GuardResult>> results(kThreads, absl::UnknownError("not run"));
+  std::barrier start(kThreads);
+  std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int i = 0; i < kThreads; ++i) stores.push_back(OpenOrDie());
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      Guard guard(*stores[i]);
+      start.arrive_and_wait();
+      results[i] = guard.Run(scope_, "fp", WriteRow("key-1", 200, &runs));
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(runs.load(), 1);
+  EXPECT_EQ(CountRows("effects"), 1);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->response, results[0]->response);
+  }
+}
+
+}  // namespace
+}  // namespace idem
