@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // Help and --version exit 0; every bad command line exits 2, the usual code for usage errors.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "idem: %s\n", e.what());
     return 70;
