@@ -1,0 +1,117 @@
+#include "idem/uuid.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace idem {
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool IsHyphenPosition(std::size_t i) { return i == 8 || i == 13 || i == 18 || i == 23; }
+
+std::uint64_t RandomSeed() {
+  std::random_device device;
+  return (std::uint64_t{device()} << 32) ^ device();
+}
+
+}  // namespace
+
+std::string Uuid::ToString() const {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(36);
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text.push_back('-');
+    text.push_back(kDigits[bytes[i] >> 4]);
+    text.push_back(kDigits[bytes[i] & 0xF]);
+  }
+  return text;
+}
+
+std::int64_t Uuid::unix_millis() const {
+  std::int64_t millis = 0;
+  for (std::size_t i = 0; i < 6; ++i) millis = (millis << 8) | bytes[i];
+  return millis;
+}
+
+absl::StatusOr<Uuid> ParseUuid(std::string_view text) {
+  if (text.size() != 36) {
+    return absl::InvalidArgumentError(fmt::format(
+        "UUID \"{}\" has {} characters; expected 36 in the form 8-4-4-4-12", text, text.size()));
+  }
+  Uuid uuid;
+  std::size_t nibble = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (IsHyphenPosition(i)) {
+      if (text[i] == '-') continue;
+      return absl::InvalidArgumentError(
+          fmt::format("UUID \"{}\" needs '-' at position {}", text, i));
+    }
+    const int value = HexValue(text[i]);
+    if (value < 0) {
+      return absl::InvalidArgumentError(
+          fmt::format("UUID \"{}\" has non-hex character '{}' at position {}", text, text[i], i));
+    }
+    std::uint8_t& byte = uuid.bytes[nibble / 2];
+    byte = static_cast<std::uint8_t>(nibble % 2 == 0 ? value << 4 : byte | value);
+    ++nibble;
+  }
+  return uuid;
+}
+
+UuidV7Generator::UuidV7Generator(const Clock& clock, std::uint64_t seed)
+    : clock_(clock), rng_(seed) {}
+
+void UuidV7Generator::RestartCounter() {
+  // Top bit clear: at least 2^41 increments before the counter overflows (RFC 9562 §6.2).
+  counter_ = rng_() & ((std::uint64_t{1} << (kCounterBits - 1)) - 1);
+}
+
+Uuid UuidV7Generator::Next() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::int64_t now = std::max<std::int64_t>(clock_.NowMillis(), 0);
+  if (now > last_millis_) {
+    last_millis_ = now;
+    RestartCounter();
+  } else if (++counter_ >> kCounterBits != 0) {
+    ++last_millis_;  // counter exhausted: borrow the next millisecond
+    RestartCounter();
+  }
+  const std::uint64_t millis = static_cast<std::uint64_t>(last_millis_) & 0xFFFF'FFFF'FFFF;
+  const std::uint64_t random = rng_() & 0xFFFF'FFFF;
+  // high: timestamp(48) | version(4) | counter bits 41..30 (12)
+  const std::uint64_t high = (millis << 16) | (std::uint64_t{7} << 12) | (counter_ >> 30);
+  // low: variant 0b10 (2) | counter bits 29..0 (30) | random (32)
+  const std::uint64_t low =
+      (std::uint64_t{0b10} << 62) | ((counter_ & 0x3FFF'FFFF) << 32) | random;
+  Uuid uuid;
+  for (std::size_t i = 0; i < 8; ++i) {
+    uuid.bytes[i] = static_cast<std::uint8_t>(high >> (56 - 8 * i));
+    uuid.bytes[8 + i] = static_cast<std::uint8_t>(low >> (56 - 8 * i));
+  }
+  return uuid;
+}
+
+std::string NewUuidV7() {
+  static std::mutex mu;
+  static std::optional<UuidV7Generator> generator;
+  static pid_t owner = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  // A forked child inherits the generator's state; reseed so parent and child never collide.
+  if (const pid_t pid = getpid(); !generator || pid != owner) {
+    generator.emplace(SystemClock(), RandomSeed());
+    owner = pid;
+  }
+  return generator->Next().ToString();
+}
+
+}  // namespace idem

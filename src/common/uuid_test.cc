@@ -1,0 +1,5 @@
+#include "idem/uuid.h"
+
+#include <gtest/gtest.h>
+
+TEST(Uuid, Placeholder) {}

@@ -1,0 +1,136 @@
+#include "idem/canonical_json.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "common/status_macros.h"
+#include "core/json_pointer.h"
+#include "core/json_value.h"
+#include "core/utf8.h"
+
+namespace idem {
+namespace {
+
+using core::JsonMember;
+using core::JsonValue;
+using core::PointerTree;
+
+// RFC 8785 §3.2.2.2: only the two-character escapes JSON defines, \u00xx for the other controls.
+void WriteString(std::string_view text, std::string& out) {
+  out.push_back('"');
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+void WriteValue(const JsonValue& value, const PointerTree* excluded, std::string& out);
+
+void WriteArray(const JsonValue& value, const PointerTree* excluded, std::string& out) {
+  out.push_back('[');
+  bool first = true;
+  for (std::size_t i = 0; i < value.elements.size(); ++i) {
+    const PointerTree* below = excluded ? excluded->Find(std::to_string(i)) : nullptr;
+    if (below && below->excluded) continue;
+    if (!first) out.push_back(',');
+    first = false;
+    WriteValue(value.elements[i], below, out);
+  }
+  out.push_back(']');
+}
+
+// RFC 8785 §3.2.3: members sorted by their names as arrays of UTF-16 code units.
+void WriteObject(const JsonValue& value, const PointerTree* excluded, std::string& out) {
+  struct Entry {
+    std::u16string key;
+    const JsonMember* member;
+    const PointerTree* below;
+  };
+  std::vector<Entry> entries;
+  entries.reserve(value.members.size());
+  for (const JsonMember& member : value.members) {
+    const PointerTree* below = excluded ? excluded->Find(member.name) : nullptr;
+    if (below && below->excluded) continue;
+    entries.push_back({core::Utf8ToUtf16(member.name), &member, below});
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.key < b.key; });
+  out.push_back('{');
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    WriteString(entries[i].member->name, out);
+    out.push_back(':');
+    WriteValue(entries[i].member->value, entries[i].below, out);
+  }
+  out.push_back('}');
+}
+
+void WriteValue(const JsonValue& value, const PointerTree* excluded, std::string& out) {
+  switch (value.kind) {
+    case JsonValue::Kind::kNull: out += "null"; break;
+    case JsonValue::Kind::kBool: out += value.boolean ? "true" : "false"; break;
+    case JsonValue::Kind::kNumber: out += FormatJsonNumber(value.number); break;
+    case JsonValue::Kind::kString: WriteString(value.string, out); break;
+    case JsonValue::Kind::kArray: WriteArray(value, excluded, out); break;
+    case JsonValue::Kind::kObject: WriteObject(value, excluded, out); break;
+  }
+}
+
+}  // namespace
+
+std::string FormatJsonNumber(double value) {
+  if (value == 0) return "0";  // also -0 (RFC 8785 §3.2.2.3)
+  if (value < 0) return "-" + FormatJsonNumber(-value);
+  // Shortest digits that read back as `value`: "d.ddde±x" → digits "dddd", n = x + 1, so that
+  // value = 0.digits × 10^n, in the terms of ECMAScript's Number::toString.
+  char buffer[64];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
+  const std::string_view text(buffer, static_cast<std::size_t>(result.ptr - buffer));
+  const std::size_t e = text.find('e');
+  std::string digits;
+  for (char c : text.substr(0, e)) {
+    if (c != '.') digits.push_back(c);
+  }
+  const int n = std::atoi(std::string(text.substr(e + 1)).c_str()) + 1;
+  const int k = static_cast<int>(digits.size());
+  if (k <= n && n <= 21) return digits + std::string(static_cast<std::size_t>(n - k), '0');
+  if (0 < n && n <= 21) return digits.substr(0, n) + "." + digits.substr(n);
+  if (-6 < n && n <= 0) return "0." + std::string(static_cast<std::size_t>(-n), '0') + digits;
+  const std::string exponent = fmt::format("e{}{}", n - 1 < 0 ? '-' : '+', std::abs(n - 1));
+  if (k == 1) return digits + exponent;
+  return digits.substr(0, 1) + "." + digits.substr(1) + exponent;
+}
+
+absl::StatusOr<std::string> CanonicalizeJson(std::string_view json,
+                                             const CanonicalJsonOptions& options) {
+  PointerTree excluded;
+  for (const std::string& pointer : options.excluded_pointers) {
+    IDEM_ASSIGN_OR_RETURN(std::vector<std::string> tokens, core::ParseJsonPointer(pointer));
+    core::AddExcluded(excluded, tokens);
+  }
+  IDEM_ASSIGN_OR_RETURN(JsonValue document, core::ParseJson(json, options.max_depth));
+  std::string out;
+  out.reserve(json.size());
+  WriteValue(document, &excluded, out);
+  return out;
+}
+
+}  // namespace idem
