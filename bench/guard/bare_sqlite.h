@@ -1,0 +1,57 @@
+// The baseline the guard is measured against: the same SQL the guard's work comes down to,
+// written by hand directly against sqlite3 with prepared statements, and nothing else.
+//
+//   BEGIN IMMEDIATE; INSERT the claim (ON CONFLICT DO NOTHING); INSERT the effect;
+//   UPDATE the claim to its outcome; COMMIT
+//
+// The key table has the same columns, primary key and index as the SQLite store's idem_keys, so
+// SQLite does the same page work for both. Not thread-safe; one per benchmark run.
+#ifndef IDEM_BENCH_GUARD_BARE_SQLITE_H_
+#define IDEM_BENCH_GUARD_BARE_SQLITE_H_
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace idem::bench {
+
+class BareSqlite final {
+ public:
+  // Opens (creating) the database at `path` in WAL mode with synchronous FULL or NORMAL.
+  // Returns an empty string on success, else what went wrong.
+  std::string Open(const std::string& path, bool synchronous_full);
+  BareSqlite() = default;
+  BareSqlite(const BareSqlite&) = delete;
+  BareSqlite& operator=(const BareSqlite&) = delete;
+  ~BareSqlite();
+
+  // Each returns false on a SQLite error (see error()).
+  bool Begin();
+  bool Commit();
+  // Claim, effect and outcome of one operation; fails if the key was already claimed.
+  // `with_savepoint` wraps the effect in SAVEPOINT / RELEASE, as the guard does.
+  bool Operation(std::string_view key, std::string_view fingerprint, int64_t amount,
+                 bool with_savepoint);
+
+  std::string error() const { return db_ == nullptr ? "not open" : sqlite3_errmsg(db_); }
+
+ private:
+  bool Run(sqlite3_stmt* stmt);
+  bool Exec(const char* sql);
+  sqlite3_stmt* Prepare(const char* sql);
+
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* begin_ = nullptr;
+  sqlite3_stmt* commit_ = nullptr;
+  sqlite3_stmt* claim_ = nullptr;
+  sqlite3_stmt* effect_ = nullptr;
+  sqlite3_stmt* outcome_ = nullptr;
+  sqlite3_stmt* savepoint_ = nullptr;
+  sqlite3_stmt* release_ = nullptr;
+};
+
+}  // namespace idem::bench
+
+#endif  // IDEM_BENCH_GUARD_BARE_SQLITE_H_
