@@ -61,6 +61,7 @@ class UuidV7Generator final {
   Uuid Next();
 
  private:
+  friend class UuidV7GeneratorTestPeer;  // sets the counter near overflow in tests
   static constexpr int kCounterBits = 42;
 
   void RestartCounter();  // REQUIRES: mu_ held
