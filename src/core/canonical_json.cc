@@ -24,13 +24,27 @@ void WriteString(std::string_view text, std::string& out) {
   out.push_back('"');
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
@@ -85,12 +99,24 @@ void WriteObject(const JsonValue& value, const PointerTree* excluded, std::strin
 
 void WriteValue(const JsonValue& value, const PointerTree* excluded, std::string& out) {
   switch (value.kind) {
-    case JsonValue::Kind::kNull: out += "null"; break;
-    case JsonValue::Kind::kBool: out += value.boolean ? "true" : "false"; break;
-    case JsonValue::Kind::kNumber: out += FormatJsonNumber(value.number); break;
-    case JsonValue::Kind::kString: WriteString(value.string, out); break;
-    case JsonValue::Kind::kArray: WriteArray(value, excluded, out); break;
-    case JsonValue::Kind::kObject: WriteObject(value, excluded, out); break;
+    case JsonValue::Kind::kNull:
+      out += "null";
+      break;
+    case JsonValue::Kind::kBool:
+      out += value.boolean ? "true" : "false";
+      break;
+    case JsonValue::Kind::kNumber:
+      out += FormatJsonNumber(value.number);
+      break;
+    case JsonValue::Kind::kString:
+      WriteString(value.string, out);
+      break;
+    case JsonValue::Kind::kArray:
+      WriteArray(value, excluded, out);
+      break;
+    case JsonValue::Kind::kObject:
+      WriteObject(value, excluded, out);
+      break;
   }
 }
 

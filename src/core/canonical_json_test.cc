@@ -194,9 +194,10 @@ TEST(CanonicalizeJson, RefusesDuplicateMemberNames) {
 }
 
 TEST(CanonicalizeJson, RefusesInvalidJson) {
-  for (const char* bad : {"", " ", "{", "[1,]", "{\"a\":1,}", "{'a':1}", "[1] [2]", "[1] x",
-                          "NaN", "Infinity", "01", "1.", ".5", "+1", "/* c */ 1", "\"\\x\"",
-                          "\"a\nb\"", "{\"a\"}", "[\"\xC3\"]", "\"\xED\xA0\x80\""}) {
+  for (const char* bad : {"",        " ",        "{",       "[1,]",       "{\"a\":1,}",
+                          "{'a':1}", "[1] [2]",  "[1] x",   "NaN",        "Infinity",
+                          "01",      "1.",       ".5",      "+1",         "/* c */ 1",
+                          "\"\\x\"", "\"a\nb\"", "{\"a\"}", "[\"\xC3\"]", "\"\xED\xA0\x80\""}) {
     EXPECT_EQ(CodeOf(bad), absl::StatusCode::kInvalidArgument) << bad;
   }
 }
@@ -258,8 +259,7 @@ TEST(CanonicalizeJson, RefusesMalformedPointers) {
   }
   CanonicalJsonOptions options;
   options.excluded_pointers = {"meta"};
-  EXPECT_THAT(CanonicalizeJson("{}", options).status().message(),
-              HasSubstr("must start with '/'"));
+  EXPECT_THAT(CanonicalizeJson("{}", options).status().message(), HasSubstr("must start with '/'"));
 }
 
 TEST(CanonicalizeJson, IsIdempotent) {

@@ -45,7 +45,8 @@ class Hasher final {
   }
   void Number(std::uint64_t n) {
     std::array<char, 8> bytes;
-    for (int i = 7; i >= 0; --i, n >>= 8) bytes[static_cast<std::size_t>(i)] = static_cast<char>(n & 0xFF);
+    for (int i = 7; i >= 0; --i, n >>= 8)
+      bytes[static_cast<std::size_t>(i)] = static_cast<char>(n & 0xFF);
     Raw(std::string_view(bytes.data(), bytes.size()));
   }
   void Field(std::string_view data) {
@@ -89,8 +90,7 @@ std::optional<std::string> CanonicalBody(std::string_view body, const Fingerprin
   return *std::move(canonical);
 }
 
-void HashHeaders(Hasher& hasher, const FingerprintInput& input,
-                 const FingerprintOptions& options) {
+void HashHeaders(Hasher& hasher, const FingerprintInput& input, const FingerprintOptions& options) {
   std::vector<std::string> names;
   for (const std::string& name : options.included_headers) names.push_back(Lower(name));
   std::sort(names.begin(), names.end());
@@ -117,10 +117,10 @@ absl::Status ValidateFingerprintOptions(const FingerprintOptions& options) {
   }
   for (const std::string& name : options.included_headers) {
     if (name.empty() || !std::all_of(name.begin(), name.end(), IsTokenChar)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "header name \"{}\" is not a valid HTTP field name; use letters, digits and "
-          "!#$%&'*+-.^_`|~",
-          name));
+      return absl::InvalidArgumentError(
+          fmt::format("header name \"{}\" is not a valid HTTP field name; use letters, digits and "
+                      "!#$%&'*+-.^_`|~",
+                      name));
     }
   }
   return absl::OkStatus();

@@ -25,8 +25,7 @@ std::string Framed(std::string_view field) {
 TEST(Sha256Hex, MatchesKnownDigests) {
   EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(Sha256Hex(std::string_view("a\0b", 3)),
-            Sha256Hex(std::string("a") + '\0' + "b"));
+  EXPECT_EQ(Sha256Hex(std::string_view("a\0b", 3)), Sha256Hex(std::string("a") + '\0' + "b"));
 }
 
 // Stored fingerprints must keep matching after an upgrade: this pins the exact framing.
@@ -88,8 +87,9 @@ TEST(Fingerprint, HashesInvalidJsonAndOtherBodiesAsRawBytes) {
 TEST(Fingerprint, LeavesOutExcludedJsonPointers) {
   FingerprintOptions options;
   options.excluded_json_pointers = {"/client_time", "/meta/trace"};
-  EXPECT_EQ(Of("POST", "/t", R"({"amount":1,"client_time":5,"meta":{"trace":"x","v":1}})", options),
-            Of("POST", "/t", R"({"amount":1,"client_time":9,"meta":{"trace":"y","v":1}})", options));
+  EXPECT_EQ(
+      Of("POST", "/t", R"({"amount":1,"client_time":5,"meta":{"trace":"x","v":1}})", options),
+      Of("POST", "/t", R"({"amount":1,"client_time":9,"meta":{"trace":"y","v":1}})", options));
   EXPECT_EQ(Of("POST", "/t", R"({"amount":1,"client_time":5})", options),
             Of("POST", "/t", R"({"amount":1})", options));
   EXPECT_NE(Of("POST", "/t", R"({"amount":1,"client_time":5})", options),

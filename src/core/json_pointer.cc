@@ -11,8 +11,8 @@ absl::StatusOr<std::vector<std::string>> ParseJsonPointer(std::string_view point
         "e.g. \"/request_id\"");
   }
   if (pointer.front() != '/') {
-    return absl::InvalidArgumentError(fmt::format(
-        "JSON pointer \"{}\" must start with '/', e.g. \"/{}\"", pointer, pointer));
+    return absl::InvalidArgumentError(
+        fmt::format("JSON pointer \"{}\" must start with '/', e.g. \"/{}\"", pointer, pointer));
   }
   std::vector<std::string> tokens;
   for (std::size_t i = 0; i < pointer.size(); ++i) {

@@ -1,9 +1,9 @@
 #include "core/json_value.h"
 
-#include <boost/json/basic_parser_impl.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/json/basic_parser_impl.hpp>
 #include <charconv>
 #include <cmath>
 #include <exception>
@@ -24,15 +24,16 @@ long DecimalMagnitude(std::string_view number) {
   if (e != std::string_view::npos) {
     std::string_view digits = number.substr(e + 1);
     const bool negative = !digits.empty() && digits.front() == '-';
-    if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) digits.remove_prefix(1);
+    if (!digits.empty() && (digits.front() == '-' || digits.front() == '+'))
+      digits.remove_prefix(1);
     for (char c : digits) exponent = std::min(exponent * 10 + (c - '0'), 1'000'000'000L);
     if (negative) exponent = -exponent;
   }
   const std::size_t point = std::min(mantissa.find('.'), mantissa.size());
   const std::size_t first = mantissa.find_first_of("123456789");
   if (first == std::string_view::npos) return -1;  // zero never overflows
-  const long position = first < point ? static_cast<long>(point - first) - 1
-                                      : -static_cast<long>(first - point);
+  const long position =
+      first < point ? static_cast<long>(point - first) - 1 : -static_cast<long>(first - point);
   return position + exponent;
 }
 
@@ -149,8 +150,7 @@ class TreeBuilder {
     std::sort(names.begin(), names.end());
     auto dup = std::adjacent_find(names.begin(), names.end());
     if (dup == names.end()) return true;
-    return Fail(fmt::format("object has member \"{}\" twice; each name may appear only once",
-                            *dup),
+    return Fail(fmt::format("object has member \"{}\" twice; each name may appear only once", *dup),
                 ec);
   }
 

@@ -19,7 +19,7 @@ struct JsonValue {
   Kind kind = Kind::kNull;
   bool boolean = false;
   double number = 0;
-  std::string string;              // kString: the decoded UTF-8 text
+  std::string string;               // kString: the decoded UTF-8 text
   std::vector<JsonValue> elements;  // kArray
   std::vector<JsonMember> members;  // kObject, in input order, names unique
 };

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/utf8.h"
@@ -14,13 +15,7 @@ bool IsVisibleAscii(unsigned char c) { return c >= 0x21 && c <= 0x7E; }
 // RFC 8941 §3.3.4: tchar (RFC 9110) plus ':' and '/'.
 bool IsTokenChar(unsigned char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~': case ':': case '/':
-      return true;
-    default:
-      return false;
-  }
+  return std::string_view("!#$%&'*+-.^_`|~:/").find(static_cast<char>(c)) != std::string_view::npos;
 }
 
 absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
@@ -28,20 +23,23 @@ absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(st
 // Describes a byte that is never allowed in a key, or returns an empty string.
 std::string ForbiddenByte(unsigned char c, std::size_t position) {
   if (c < 0x20 || c == 0x7F) {
-    return fmt::format("Idempotency-Key has control character 0x{:02X} at position {}; send only "
-                       "visible ASCII characters",
-                       c, position);
+    return fmt::format(
+        "Idempotency-Key has control character 0x{:02X} at position {}; send only "
+        "visible ASCII characters",
+        c, position);
   }
   if (c >= 0x80) {
-    return fmt::format("Idempotency-Key has non-ASCII byte 0x{:02X} at position {}; send only "
-                       "visible ASCII characters (0x21-0x7E)",
-                       c, position);
+    return fmt::format(
+        "Idempotency-Key has non-ASCII byte 0x{:02X} at position {}; send only "
+        "visible ASCII characters (0x21-0x7E)",
+        c, position);
   }
   return {};
 }
 
 absl::Status CheckLength(std::size_t length) {
-  if (length == 0) return Invalid("Idempotency-Key is empty; send 1 to 255 visible ASCII characters");
+  if (length == 0)
+    return Invalid("Idempotency-Key is empty; send 1 to 255 visible ASCII characters");
   if (length > kMaxKeyLength) {
     return Invalid(fmt::format("Idempotency-Key is {} characters long; the limit is {}", length,
                                kMaxKeyLength));
@@ -49,19 +47,23 @@ absl::Status CheckLength(std::size_t length) {
   return absl::OkStatus();
 }
 
-// Rejects what may follow a complete item: another list member or parameters.
-absl::Status CheckTrailing(std::string_view rest, std::size_t position) {
-  if (rest.empty()) return absl::OkStatus();
-  if (rest.front() == ',') {
-    return Invalid("Idempotency-Key holds a list (a ',' after the key, or the header sent twice); "
-                   "send exactly one key");
+// Rejects what may follow a complete item in `value` from `position` on: another list member,
+// parameters, or anything else. Spaces before them are skipped (RFC 8941 allows them in lists).
+absl::Status CheckTrailing(std::string_view value, std::size_t position) {
+  position = std::min(value.find_first_not_of(' ', position), value.size());
+  if (position == value.size()) return absl::OkStatus();
+  if (value[position] == ',') {
+    return Invalid(
+        "Idempotency-Key holds a list (a ',' after the key, or the header sent twice); "
+        "send exactly one key");
   }
-  if (rest.front() == ';') {
+  if (value[position] == ';') {
     return Invalid("Idempotency-Key has parameters (';' after the key); send the key alone");
   }
-  return Invalid(fmt::format("Idempotency-Key has unexpected character '{}' at position {} after "
-                             "the key; quote the whole key as \"...\"",
-                             rest.front(), position));
+  return Invalid(fmt::format(
+      "Idempotency-Key has unexpected character '{}' at position {} after the key; quote the "
+      "whole key as \"...\"",
+      value[position], position));
 }
 
 absl::StatusOr<std::string> ParseQuoted(std::string_view value) {
@@ -70,24 +72,26 @@ absl::StatusOr<std::string> ParseQuoted(std::string_view value) {
     const auto c = static_cast<unsigned char>(value[i]);
     if (std::string message = ForbiddenByte(c, i); !message.empty()) return Invalid(message);
     if (c == '"') {
-      absl::Status trailing = CheckTrailing(value.substr(i + 1), i + 1);
+      absl::Status trailing = CheckTrailing(value, i + 1);
       if (!trailing.ok()) return trailing;
       absl::Status length = CheckLength(key.size());
       if (!length.ok()) return length;
       return key;
     }
     if (c == ' ') {
-      return Invalid(fmt::format("Idempotency-Key has a space at position {}; keys are visible "
-                                 "ASCII characters without spaces",
-                                 i));
+      return Invalid(
+          fmt::format("Idempotency-Key has a space at position {}; keys are visible "
+                      "ASCII characters without spaces",
+                      i));
     }
     if (c == '\\') {
       if (i + 1 == value.size()) break;
       const char next = value[++i];
       if (next != '"' && next != '\\') {
-        return Invalid(fmt::format("Idempotency-Key has an invalid escape at position {}; inside "
-                                   "a quoted key only \\\" and \\\\ may follow a backslash",
-                                   i - 1));
+        return Invalid(
+            fmt::format("Idempotency-Key has an invalid escape at position {}; inside "
+                        "a quoted key only \\\" and \\\\ may follow a backslash",
+                        i - 1));
       }
       key.push_back(next);
       continue;
@@ -106,21 +110,22 @@ absl::StatusOr<std::string> ParseBare(std::string_view value) {
     ++end;
   }
   if (end < value.size() && value[end] == ' ') {
-    // A space ends a token; whatever follows belongs to no valid item.
-    std::size_t next = value.find_first_not_of(' ', end);
-    if (value[next] != ',' && value[next] != ';') {
-      return Invalid(fmt::format("Idempotency-Key has a space at position {}; keys are visible "
-                                 "ASCII characters without spaces",
-                                 end));
+    // A space ends a token; only a list or parameters may follow it.
+    const char next = value[value.find_first_not_of(' ', end)];
+    if (next != ',' && next != ';') {
+      return Invalid(fmt::format(
+          "Idempotency-Key has a space at position {}; keys are visible ASCII characters "
+          "without spaces",
+          end));
     }
-    end = next;
   }
   if (end == 0 && value[0] != ',' && value[0] != ';') {
-    return Invalid(fmt::format("Idempotency-Key starts with '{}', which a bare key cannot contain; "
-                               "quote the key as \"...\"",
-                               value[0]));
+    return Invalid(fmt::format(
+        "Idempotency-Key starts with '{}', which a bare key cannot contain; quote the key as "
+        "\"...\"",
+        value[0]));
   }
-  absl::Status trailing = CheckTrailing(value.substr(end), end);
+  absl::Status trailing = CheckTrailing(value, end);
   if (!trailing.ok()) return trailing;
   absl::Status length = CheckLength(end);
   if (!length.ok()) return length;
@@ -134,7 +139,8 @@ absl::Status ValidateTenantText(std::string_view tenant) {
   for (std::size_t i = 0; i < tenant.size(); ++i) {
     const auto c = static_cast<unsigned char>(tenant[i]);
     if (c < 0x20 || c == 0x7F) {
-      return Invalid(fmt::format("tenant has control character 0x{:02X} at byte {}; remove it", c, i));
+      return Invalid(
+          fmt::format("tenant has control character 0x{:02X} at byte {}; remove it", c, i));
     }
   }
   return absl::OkStatus();
@@ -164,9 +170,10 @@ absl::Status ValidateKey(std::string_view key) {
     const auto c = static_cast<unsigned char>(key[i]);
     if (IsVisibleAscii(c)) continue;
     if (c == ' ') {
-      return Invalid(fmt::format("Idempotency-Key has a space at position {}; keys are visible "
-                                 "ASCII characters without spaces",
-                                 i));
+      return Invalid(
+          fmt::format("Idempotency-Key has a space at position {}; keys are visible "
+                      "ASCII characters without spaces",
+                      i));
     }
     return Invalid(ForbiddenByte(c, i));
   }

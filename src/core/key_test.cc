@@ -43,8 +43,7 @@ TEST(ParseIdempotencyKey, AcceptsABareToken) {
 }
 
 TEST(ParseIdempotencyKey, AcceptsABareTokenStartingWithADigitSuchAsAUuid) {
-  EXPECT_EQ(Parsed("8e03978e-40d5-43e8-bc93-6894a57f9324"),
-            "8e03978e-40d5-43e8-bc93-6894a57f9324");
+  EXPECT_EQ(Parsed("8e03978e-40d5-43e8-bc93-6894a57f9324"), "8e03978e-40d5-43e8-bc93-6894a57f9324");
   EXPECT_EQ(Parsed("12345"), "12345");
 }
 
@@ -77,12 +76,14 @@ TEST(ParseIdempotencyKey, RejectsAList) {
   ExpectRejected("a, b", "list");
   ExpectRejected("a ,b", "list");
   ExpectRejected(", a", "list");
+  ExpectRejected(R"("a" , "b")", "list");
 }
 
 TEST(ParseIdempotencyKey, RejectsParameters) {
   ExpectRejected(R"("abc";x=1)", "parameters");
   ExpectRejected("abc;x=1", "parameters");
   ExpectRejected("abc ;x", "parameters");
+  ExpectRejected(R"("abc" ;x)", "parameters");
 }
 
 TEST(ParseIdempotencyKey, RejectsControlCharacters) {
@@ -123,6 +124,7 @@ TEST(ParseIdempotencyKey, RejectsCharactersABareKeyCannotHold) {
   ExpectRejected("(abc)", "starts with '('");
   ExpectRejected("@abc", "starts with '@'");
   ExpectRejected(R"("abc"def)", "unexpected character 'd' at position 5");
+  ExpectRejected(R"("a" "b")", "unexpected character '\"' at position 4");
 }
 
 TEST(ValidateKey, AcceptsOneTo255VisibleAsciiCharacters) {
@@ -166,7 +168,8 @@ TEST(ValidateScope, RejectsATenantLongerThan255Bytes) {
 
 TEST(ValidateScope, RejectsATenantWithInvalidUtf8OrControlCharacters) {
   EXPECT_THAT(ValidateScope({"ab\xC3", "k"}).message(), HasSubstr("invalid UTF-8 at byte 2"));
-  EXPECT_EQ(ValidateScope({"\xC0\xAF", "k"}).code(), absl::StatusCode::kInvalidArgument);  // overlong
+  EXPECT_EQ(ValidateScope({"\xC0\xAF", "k"}).code(),
+            absl::StatusCode::kInvalidArgument);  // overlong
   EXPECT_EQ(ValidateScope({"\xED\xA0\x80", "k"}).code(),
             absl::StatusCode::kInvalidArgument);  // surrogate
   EXPECT_THAT(ValidateScope({std::string("a\0b", 3), "k"}).message(),
