@@ -32,7 +32,20 @@ inline std::string StoreFactoryName(const ::testing::TestParamInfo<StoreFactory>
   return info.param.name;
 }
 
-class StoreConformanceTest : public ::testing::TestWithParam<StoreFactory> {};
+// Each test gets a fresh store (store_) over an empty keyspace, whose clock is clock_ and whose
+// options are options_ (retention 24 h, lock_timeout 30 s so that waits end by commit or
+// rollback, not by time).
+class StoreConformanceTest : public ::testing::TestWithParam<StoreFactory> {
+ protected:
+  StoreConformanceTest();
+  void SetUp() override;
+  // A second handle on the same keyspace, as another process would open it.
+  absl::StatusOr<std::unique_ptr<Store>> OpenAgain() { return GetParam().open_again(options_); }
+
+  ManualClock clock_;
+  StoreOptions options_;
+  std::unique_ptr<Store> store_;
+};
 
 }  // namespace idem::testing
 

@@ -1,0 +1,230 @@
+#include "store/sqlite/key_table.h"
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "common/status_macros.h"
+#include "store/sqlite/header_codec.h"
+
+namespace idem::sqlite {
+namespace {
+
+#define IDEM_KEY_COLUMNS                                                                 \
+  " tenant, key, fingerprint, state, fence, owner, lease_until, status, headers, body, " \
+  "created, updated, expires "
+
+// persisted: the state column's text values; never rename.
+std::string_view StateText(KeyState state) {
+  switch (state) {
+    case KeyState::kInProgress:
+      return "in_progress";
+    case KeyState::kCompleted:
+      return "completed";
+    case KeyState::kFailedFinal:
+      return "failed_final";
+  }
+  return "in_progress";
+}
+
+absl::StatusOr<KeyState> StateFromText(std::string_view text) {
+  if (text == "in_progress") return KeyState::kInProgress;
+  if (text == "completed") return KeyState::kCompleted;
+  if (text == "failed_final") return KeyState::kFailedFinal;
+  return absl::DataLossError(
+      fmt::format("a stored record has the unknown state '{}'; delete the record", text));
+}
+
+// Reads a row selected with IDEM_KEY_COLUMNS.
+absl::StatusOr<KeyRecord> ReadRecord(const Statement& row) {
+  KeyRecord record;
+  record.scope.tenant = row.ColumnBytes(0);
+  record.scope.key = row.ColumnBytes(1);
+  record.fingerprint = row.ColumnBytes(2);
+  IDEM_ASSIGN_OR_RETURN(record.state, StateFromText(row.ColumnBytes(3)));
+  record.fence = row.ColumnInt(4);
+  record.owner = row.ColumnBytes(5);
+  record.lease_until_ms = row.ColumnInt(6);
+  record.response.status = static_cast<int>(row.ColumnInt(7));
+  IDEM_ASSIGN_OR_RETURN(record.response.headers, DecodeHeaders(row.ColumnBytes(8)));
+  record.response.body = row.ColumnBytes(9);
+  record.created_ms = row.ColumnInt(10);
+  record.updated_ms = row.ColumnInt(11);
+  record.expires_ms = row.ColumnInt(12);
+  return record;
+}
+
+// Steps `stmt` once: the record it returned, or nullopt when it returned no row.
+absl::StatusOr<std::optional<KeyRecord>> StepRecord(Statement& stmt) {
+  IDEM_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
+  if (!has_row) return std::nullopt;
+  IDEM_ASSIGN_OR_RETURN(KeyRecord record, ReadRecord(stmt));
+  // Drain so that RETURNING statements finish their write before the statement is reset.
+  IDEM_RETURN_IF_ERROR(stmt.Step().status());
+  return record;
+}
+
+absl::StatusOr<int64_t> StepChanges(Connection& conn, Statement& stmt) {
+  IDEM_RETURN_IF_ERROR(stmt.Step().status());
+  return sqlite3_changes64(conn.db());
+}
+
+// Binds ?1 tenant, ?2 key.
+absl::Status BindScope(Statement& stmt, const Scope& scope) {
+  IDEM_RETURN_IF_ERROR(stmt.BindText(1, scope.tenant));
+  return stmt.BindText(2, scope.key);
+}
+
+// Binds ?1..?7 of a claim: tenant, key, fingerprint, owner, now, lease_until, expires.
+absl::Status BindClaim(Statement& stmt, const ClaimParams& p) {
+  IDEM_RETURN_IF_ERROR(BindScope(stmt, p.scope));
+  IDEM_RETURN_IF_ERROR(stmt.BindText(3, p.fingerprint));
+  IDEM_RETURN_IF_ERROR(stmt.BindText(4, p.owner));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(5, p.now_ms));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(6, p.lease_until_ms));
+  return stmt.BindInt(7, p.expires_ms);
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const ClaimParams& p) {
+  IDEM_ASSIGN_OR_RETURN(
+      Statement stmt,
+      conn.Prepare("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
+                   "lease_until, created, updated, expires) "
+                   "VALUES (?1, ?2, ?3, 'in_progress', 1, ?4, ?6, ?5, ?5, ?7) "
+                   "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_KEY_COLUMNS));
+  IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
+  return StepRecord(stmt);
+}
+
+absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const ClaimParams& p) {
+  IDEM_ASSIGN_OR_RETURN(
+      Statement stmt,
+      conn.Prepare("UPDATE idem_keys SET fingerprint = ?3, state = 'in_progress', "
+                   "fence = fence + 1, owner = ?4, lease_until = ?6, status = 0, headers = x'', "
+                   "body = x'', created = ?5, updated = ?5, expires = ?7 "
+                   "WHERE tenant = ?1 AND key = ?2 AND expires <= ?5 RETURNING" IDEM_KEY_COLUMNS));
+  IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
+  return StepRecord(stmt);
+}
+
+absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(Connection& conn, const ClaimParams& p,
+                                                        int64_t expected_fence) {
+  IDEM_ASSIGN_OR_RETURN(
+      Statement stmt,
+      conn.Prepare("UPDATE idem_keys SET fence = fence + 1, owner = ?4, lease_until = ?6, "
+                   "updated = ?5, expires = max(expires, ?6) "
+                   "WHERE tenant = ?1 AND key = ?2 AND fence = ?8 AND state = 'in_progress' "
+                   "AND lease_until <= ?5 AND expires > ?5 "
+                   "RETURNING" IDEM_KEY_COLUMNS));
+  IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(8, expected_fence));
+  return StepRecord(stmt);
+}
+
+absl::StatusOr<std::optional<KeyRecord>> SelectLive(Connection& conn, const Scope& scope,
+                                                    int64_t now_ms) {
+  IDEM_ASSIGN_OR_RETURN(Statement stmt,
+                        conn.Prepare("SELECT" IDEM_KEY_COLUMNS "FROM idem_keys "
+                                     "WHERE tenant = ?1 AND key = ?2 AND expires > ?3"));
+  IDEM_RETURN_IF_ERROR(BindScope(stmt, scope));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(3, now_ms));
+  return StepRecord(stmt);
+}
+
+absl::StatusOr<int64_t> ExtendLease(Connection& conn, const Scope& scope, int64_t fence,
+                                    int64_t now_ms, int64_t lease_until_ms) {
+  IDEM_ASSIGN_OR_RETURN(
+      Statement stmt,
+      conn.Prepare("UPDATE idem_keys SET lease_until = ?5, updated = ?4, "
+                   "expires = max(expires, ?5) WHERE tenant = ?1 AND key = ?2 AND fence = ?3 "
+                   "AND state = 'in_progress' AND expires > ?4"));
+  IDEM_RETURN_IF_ERROR(BindScope(stmt, scope));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(3, fence));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(4, now_ms));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(5, lease_until_ms));
+  return StepChanges(conn, stmt);
+}
+
+absl::StatusOr<int64_t> RecordOutcome(Connection& conn, const Scope& scope, int64_t fence,
+                                      KeyState state, const StoredResponse& response,
+                                      int64_t now_ms, int64_t expires_ms) {
+  IDEM_ASSIGN_OR_RETURN(
+      Statement stmt,
+      conn.Prepare("UPDATE idem_keys SET state = ?5, status = ?6, headers = ?7, body = ?8, "
+                   "updated = ?4, expires = ?9 WHERE tenant = ?1 AND key = ?2 AND fence = ?3 "
+                   "AND state = 'in_progress' AND expires > ?4"));
+  IDEM_RETURN_IF_ERROR(BindScope(stmt, scope));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(3, fence));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(4, now_ms));
+  IDEM_RETURN_IF_ERROR(stmt.BindText(5, StateText(state)));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(6, response.status));
+  IDEM_RETURN_IF_ERROR(stmt.BindBlob(7, EncodeHeaders(response.headers)));
+  IDEM_RETURN_IF_ERROR(stmt.BindBlob(8, response.body));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(9, expires_ms));
+  return StepChanges(conn, stmt);
+}
+
+absl::StatusOr<int64_t> DeleteClaim(Connection& conn, const Scope& scope, int64_t fence,
+                                    int64_t now_ms) {
+  IDEM_ASSIGN_OR_RETURN(Statement stmt,
+                        conn.Prepare("DELETE FROM idem_keys WHERE tenant = ?1 AND key = ?2 AND "
+                                     "fence = ?3 AND state = 'in_progress' AND expires > ?4"));
+  IDEM_RETURN_IF_ERROR(BindScope(stmt, scope));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(3, fence));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(4, now_ms));
+  return StepChanges(conn, stmt);
+}
+
+absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, int64_t max_rows) {
+  IDEM_ASSIGN_OR_RETURN(
+      Statement stmt,
+      conn.Prepare("DELETE FROM idem_keys WHERE rowid IN (SELECT rowid FROM idem_keys "
+                   "WHERE expires <= ?1 AND (state <> 'in_progress' OR lease_until <= ?1) "
+                   "LIMIT ?2)"));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(1, now_ms));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(2, max_rows));
+  return StepChanges(conn, stmt);
+}
+
+absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p,
+                                     bool take_over_lapsed) {
+  IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> won, InsertClaim(conn, p));
+  if (!won.has_value()) {
+    IDEM_ASSIGN_OR_RETURN(won, ReplaceExpired(conn, p));
+  }
+  if (won.has_value()) return ClaimResult{true, *std::move(won)};
+  IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(conn, p.scope, p.now_ms));
+  if (!live.has_value()) {
+    return absl::InternalError(fmt::format(
+        "key '{}' of tenant '{}' was neither insertable nor present under the write lock",
+        p.scope.key, p.scope.tenant));
+  }
+  if (take_over_lapsed && live->state == KeyState::kInProgress &&
+      live->lease_until_ms <= p.now_ms) {
+    IDEM_ASSIGN_OR_RETURN(won, TakeOverLapsed(conn, p, live->fence));
+    if (won.has_value()) return ClaimResult{true, *std::move(won)};
+  }
+  return ClaimResult{false, *std::move(live)};
+}
+
+absl::Status StaleFenceError(Connection& conn, const Scope& scope, int64_t fence,
+                             int64_t now_ms, std::string_view operation) {
+  IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(conn, scope, now_ms));
+  if (!live.has_value()) {
+    return absl::AbortedError(fmt::format(
+        "{} with fence {}: key '{}' of tenant '{}' is no longer held (absent or expired); the "
+        "claim was lost: do not record an outcome",
+        operation, fence, scope.key, scope.tenant));
+  }
+  return absl::AbortedError(fmt::format(
+      "{} with fence {}: key '{}' of tenant '{}' is now {} with fence {} (owner '{}'); the "
+      "claim was taken over: do not record an outcome",
+      operation, fence, scope.key, scope.tenant, StateText(live->state), live->fence,
+      live->owner));
+}
+
+#undef IDEM_KEY_COLUMNS
+
+}  // namespace idem::sqlite

@@ -1,0 +1,81 @@
+// The SQL on idem_keys, on one connection: every read and write of a key record, shared by lease
+// mode and transaction mode. The caller owns the transaction around these calls.
+//
+// Time rules (all times integer ms from the store's Clock):
+//  - a record is live while now < expires; at and after expires it counts as absent;
+//  - a lease has passed at and after lease_until (now >= lease_until), so a takeover needs
+//    lease_until <= now;
+//  - an in_progress record expires at max(created + retention, lease_until): a live lease keeps
+//    its record live.
+//
+// Thread-safety: as the Connection passed in.
+#ifndef IDEM_STORE_SQLITE_KEY_TABLE_H_
+#define IDEM_STORE_SQLITE_KEY_TABLE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "idem/record.h"
+#include "idem/store.h"
+#include "store/sqlite/sqlite_connection.h"
+
+namespace idem::sqlite {
+
+struct ClaimParams {
+  const Scope& scope;
+  std::string_view fingerprint;
+  std::string_view owner;
+  int64_t now_ms;
+  int64_t lease_until_ms;
+  int64_t expires_ms;  // of the new in_progress record
+};
+
+// INSERT … ON CONFLICT DO NOTHING: returns the new record (fence 1) when no row existed, nullopt
+// when one did (live or expired).
+absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const ClaimParams& p);
+
+// Replaces a record that has expired with a new in_progress one, fence + 1. Returns nullopt when
+// the record is live (or gone).
+absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const ClaimParams& p);
+
+// Takes over a live in_progress record with `expected_fence` whose lease has passed: fence + 1,
+// the new owner and lease. Returns nullopt when any of that does not hold. The fingerprint and
+// created time are kept.
+absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(Connection& conn, const ClaimParams& p,
+                                                        int64_t expected_fence);
+
+// Returns the live record of `scope`, or nullopt when absent or expired.
+absl::StatusOr<std::optional<KeyRecord>> SelectLive(Connection& conn, const Scope& scope,
+                                                    int64_t now_ms);
+
+// The fenced writes: each touches only a live in_progress record holding `fence` and returns how
+// many rows it changed (0 or 1).
+absl::StatusOr<int64_t> ExtendLease(Connection& conn, const Scope& scope, int64_t fence,
+                                    int64_t now_ms, int64_t lease_until_ms);
+absl::StatusOr<int64_t> RecordOutcome(Connection& conn, const Scope& scope, int64_t fence,
+                                      KeyState state, const StoredResponse& response,
+                                      int64_t now_ms, int64_t expires_ms);
+absl::StatusOr<int64_t> DeleteClaim(Connection& conn, const Scope& scope, int64_t fence,
+                                    int64_t now_ms);
+
+// Deletes at most `max_rows` expired records (in_progress ones only once their lease passed too)
+// and returns how many.
+absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, int64_t max_rows);
+
+// Claims `p.scope` under the caller's write transaction: INSERT, else replace an expired record
+// (fence + 1), else — only when `take_over_lapsed` — take over an in_progress record whose lease
+// has passed (fence + 1). Otherwise returns claimed = false with the live record.
+absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p,
+                                     bool take_over_lapsed);
+
+// Why a fenced write changed nothing, as an Aborted status naming the record's current state
+// (or its absence).
+absl::Status StaleFenceError(Connection& conn, const Scope& scope, int64_t fence,
+                             int64_t now_ms, std::string_view operation);
+
+}  // namespace idem::sqlite
+
+#endif  // IDEM_STORE_SQLITE_KEY_TABLE_H_

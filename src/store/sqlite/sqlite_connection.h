@@ -1,0 +1,109 @@
+// One SQLite connection with its prepared-statement cache, and a scoped handle on one statement.
+//
+// Thread-safety: a Connection is used by one thread at a time (the pool hands it out); a
+// Statement belongs to the thread that prepared it.
+#ifndef IDEM_STORE_SQLITE_SQLITE_CONNECTION_H_
+#define IDEM_STORE_SQLITE_SQLITE_CONNECTION_H_
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "idem/clock.h"
+
+namespace idem::sqlite {
+
+struct ConnectionSettings {
+  Millis lock_timeout{5000};
+  bool synchronous_full = true;  // synchronous=FULL, else NORMAL
+};
+
+// A prepared statement in use. Destroying it resets the statement and clears its bindings, so the
+// cached statement is ready for the next user (and holds no read snapshot open).
+class Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt, bool owned) : db_(db), stmt_(stmt), owned_(owned) {}
+  Statement(Statement&& other) noexcept;
+  Statement& operator=(Statement&&) = delete;
+  Statement(const Statement&) = delete;
+  ~Statement();
+
+  // Bind* take 1-based parameter indexes; values are copied. Errors: Internal (bad index).
+  absl::Status BindInt(int index, int64_t value);
+  absl::Status BindDouble(int index, double value);
+  absl::Status BindText(int index, std::string_view text);
+  absl::Status BindBlob(int index, std::string_view bytes);
+  absl::Status BindNull(int index);
+
+  // Advances the statement. Returns true when a row is available, false when it is done.
+  // Errors: as FromSqlite.
+  absl::StatusOr<bool> Step();
+
+  int ColumnCount() const { return sqlite3_column_count(stmt_); }
+  int ColumnType(int col) const { return sqlite3_column_type(stmt_, col); }
+  int64_t ColumnInt(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double ColumnDouble(int col) const { return sqlite3_column_double(stmt_, col); }
+  // Text and blob columns, byte for byte (NUL included).
+  std::string ColumnBytes(int col) const;
+
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+  bool owned_;
+};
+
+class Connection {
+ public:
+  // Opens `path` (creating the file if absent) and applies the per-connection settings
+  // (busy_timeout, journal_mode=WAL, synchronous). Errors: as FromSqlite.
+  static absl::StatusOr<std::unique_ptr<Connection>> Open(const std::string& path,
+                                                          const ConnectionSettings& settings);
+  // Opens `path` (creating an empty file if absent) without writing to it: only busy_timeout is
+  // set. Configure() applies the rest.
+  static absl::StatusOr<std::unique_ptr<Connection>> OpenUnconfigured(const std::string& path,
+                                                                      Millis lock_timeout);
+  // Sets journal_mode=WAL and synchronous. Errors: as FromSqlite; FailedPrecondition when the
+  // file system cannot hold a write-ahead log.
+  absl::Status Configure(const std::string& path, const ConnectionSettings& settings);
+
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection();
+
+  // Runs `sql` (one or more statements, no parameters). Errors: as FromSqlite.
+  absl::Status Exec(std::string_view sql);
+
+  // Prepares one statement, from the connection's cache when it was prepared before.
+  // Errors: InvalidArgument when SQLite rejects the SQL or it holds more than one statement.
+  absl::StatusOr<Statement> Prepare(std::string_view sql);
+
+  // Returns the single integer a statement such as "PRAGMA user_version" yields.
+  absl::StatusOr<int64_t> QueryInt(std::string_view sql);
+
+  // True while a transaction is open on this connection.
+  bool InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
+
+  sqlite3* db() const { return db_; }
+
+ private:
+  explicit Connection(sqlite3* db) : db_(db) {}
+
+  // Statements idem's own code and callers' repeated SQL use; bounded so that ad-hoc SQL cannot
+  // grow it without limit.
+  static constexpr size_t kMaxCachedStatements = 128;
+
+  sqlite3* db_;
+  std::map<std::string, sqlite3_stmt*, std::less<>> cache_;
+};
+
+}  // namespace idem::sqlite
+
+#endif  // IDEM_STORE_SQLITE_SQLITE_CONNECTION_H_

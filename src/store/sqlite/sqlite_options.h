@@ -1,0 +1,35 @@
+// How a sqlite: URI and StoreOptions become the settings the SQLite store opens with.
+//
+// Thread-safety: pure functions.
+#ifndef IDEM_STORE_SQLITE_SQLITE_OPTIONS_H_
+#define IDEM_STORE_SQLITE_SQLITE_OPTIONS_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "idem/clock.h"
+#include "idem/store.h"
+#include "store/sqlite/sqlite_connection.h"
+
+namespace idem::sqlite {
+
+struct OpenSettings {
+  std::string path;  // as handed to sqlite3_open_v2
+  ConnectionSettings connection;
+  int max_connections = 8;
+  Millis retention{0};
+  Clock* clock = nullptr;  // never null
+};
+
+// Returns the settings for `path` and `uri_query` ("synchronous=full|normal", '&'-separated,
+// may be empty; the URI wins over StoreOptions::durable_commits).
+// Errors: InvalidArgument for an empty or in-memory path, an unknown query key or value, or
+// options out of range (max_connections < 1, retention <= 0, lock_timeout < 0).
+absl::StatusOr<OpenSettings> ResolveOpenSettings(std::string_view path,
+                                                 std::string_view uri_query,
+                                                 const StoreOptions& options);
+
+}  // namespace idem::sqlite
+
+#endif  // IDEM_STORE_SQLITE_SQLITE_OPTIONS_H_

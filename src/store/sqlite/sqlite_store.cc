@@ -1,0 +1,221 @@
+// The embedded store: lease mode and transaction mode over one SQLite file (idem/store.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include "common/status_macros.h"
+#include "idem/key.h"
+#include "idem/sqlite_store.h"
+#include "store/sqlite/connection_pool.h"
+#include "store/sqlite/key_table.h"
+#include "store/sqlite/sqlite_options.h"
+#include "store/sqlite/sqlite_schema.h"
+#include "store/sqlite/sqlite_transaction.h"
+
+namespace idem {
+namespace {
+
+using sqlite::ClaimParams;
+using sqlite::Connection;
+using sqlite::ConnectionPool;
+
+// Runs `body` inside BEGIN IMMEDIATE … COMMIT on `conn`: writers queue on SQLite's write lock
+// (up to lock_timeout) instead of failing on a lock upgrade. Rolls back when anything fails.
+absl::Status InWriteTransaction(Connection& conn, const std::function<absl::Status()>& body) {
+  IDEM_RETURN_IF_ERROR(conn.Exec("BEGIN IMMEDIATE"));
+  absl::Status status = body();
+  if (status.ok()) status = conn.Exec("COMMIT");
+  if (!status.ok() && conn.InTransaction()) conn.Exec("ROLLBACK").IgnoreError();
+  return status;
+}
+
+absl::Status CheckLease(Millis lease) {
+  if (lease.count() > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("lease is {} ms; give a positive lease, e.g. 30s", lease.count()));
+}
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(std::unique_ptr<ConnectionPool> pool, const Clock& clock, Millis retention)
+      : pool_(std::move(pool)), clock_(clock), retention_(retention) {}
+
+  absl::StatusOr<ClaimResult> Claim(const ClaimRequest& request) override;
+  absl::StatusOr<KeyRecord> TakeOver(const ClaimRequest& request,
+                                     int64_t expected_fence) override;
+  absl::Status Heartbeat(const Scope& scope, int64_t fence, Millis lease) override;
+  absl::Status Complete(const Scope& scope, int64_t fence,
+                        const StoredResponse& response) override {
+    return Finish(scope, fence, KeyState::kCompleted, response);
+  }
+  absl::Status FailFinal(const Scope& scope, int64_t fence,
+                         const StoredResponse& response) override {
+    return Finish(scope, fence, KeyState::kFailedFinal, response);
+  }
+  absl::Status Release(const Scope& scope, int64_t fence) override;
+  absl::StatusOr<KeyRecord> Get(const Scope& scope) override;
+  absl::StatusOr<int64_t> SweepExpired(int64_t max_rows) override;
+  absl::StatusOr<std::unique_ptr<StoreTransaction>> Begin() override;
+
+ private:
+  absl::Status Finish(const Scope& scope, int64_t fence, KeyState state,
+                      const StoredResponse& response);
+  // Runs `write` (which returns the rows it changed) in its own write transaction; 0 rows means
+  // the caller's fence is stale: Aborted, nothing changed.
+  absl::Status FencedWrite(const Scope& scope, int64_t fence, std::string_view operation,
+                           const std::function<absl::StatusOr<int64_t>(Connection&, int64_t)>&
+                               write);
+  ClaimParams Params(const ClaimRequest& request, int64_t now) const {
+    const int64_t lease_until = now + request.lease.count();
+    return ClaimParams{request.scope, request.fingerprint, request.owner, now, lease_until,
+                       std::max(now + retention_.count(), lease_until)};
+  }
+
+  std::unique_ptr<ConnectionPool> pool_;
+  const Clock& clock_;
+  const Millis retention_;
+};
+
+absl::StatusOr<ClaimResult> SqliteStore::Claim(const ClaimRequest& request) {
+  IDEM_RETURN_IF_ERROR(ValidateScope(request.scope));
+  IDEM_RETURN_IF_ERROR(CheckLease(request.lease));
+  IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
+  ClaimResult result;
+  IDEM_RETURN_IF_ERROR(InWriteTransaction(*conn, [&]() -> absl::Status {
+    // Read the time under the write lock: the wait for it may have been long.
+    IDEM_ASSIGN_OR_RETURN(result, sqlite::ClaimKey(*conn, Params(request, clock_.NowMillis()),
+                                                   /*take_over_lapsed=*/false));
+    return absl::OkStatus();
+  }));
+  return result;
+}
+
+absl::StatusOr<KeyRecord> SqliteStore::TakeOver(const ClaimRequest& request,
+                                                int64_t expected_fence) {
+  IDEM_RETURN_IF_ERROR(ValidateScope(request.scope));
+  IDEM_RETURN_IF_ERROR(CheckLease(request.lease));
+  IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
+  KeyRecord record;
+  IDEM_RETURN_IF_ERROR(InWriteTransaction(*conn, [&]() -> absl::Status {
+    const int64_t now = clock_.NowMillis();
+    IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> taken,
+                          sqlite::TakeOverLapsed(*conn, Params(request, now), expected_fence));
+    if (taken.has_value()) {
+      record = *std::move(taken);
+      return absl::OkStatus();
+    }
+    IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live,
+                          sqlite::SelectLive(*conn, request.scope, now));
+    if (!live.has_value()) {
+      return absl::NotFoundError(fmt::format(
+          "key '{}' of tenant '{}' has no live record to take over; claim it instead",
+          request.scope.key, request.scope.tenant));
+    }
+    return absl::AbortedError(fmt::format(
+        "cannot take over key '{}' of tenant '{}' at fence {}: it is {} with fence {}, lease "
+        "until {} (now {}); someone else holds or finished it",
+        request.scope.key, request.scope.tenant, expected_fence,
+        live->state == KeyState::kInProgress ? "in_progress" : "finished", live->fence,
+        live->lease_until_ms, now));
+  }));
+  return record;
+}
+
+absl::Status SqliteStore::FencedWrite(
+    const Scope& scope, int64_t fence, std::string_view operation,
+    const std::function<absl::StatusOr<int64_t>(Connection&, int64_t)>& write) {
+  IDEM_RETURN_IF_ERROR(ValidateScope(scope));
+  IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
+  return InWriteTransaction(*conn, [&]() -> absl::Status {
+    const int64_t now = clock_.NowMillis();
+    IDEM_ASSIGN_OR_RETURN(int64_t changed, write(*conn, now));
+    if (changed == 1) return absl::OkStatus();
+    return sqlite::StaleFenceError(*conn, scope, fence, now, operation);
+  });
+}
+
+absl::Status SqliteStore::Heartbeat(const Scope& scope, int64_t fence, Millis lease) {
+  IDEM_RETURN_IF_ERROR(CheckLease(lease));
+  return FencedWrite(scope, fence, "heartbeat", [&](Connection& conn, int64_t now) {
+    return sqlite::ExtendLease(conn, scope, fence, now, now + lease.count());
+  });
+}
+
+absl::Status SqliteStore::Finish(const Scope& scope, int64_t fence, KeyState state,
+                                 const StoredResponse& response) {
+  return FencedWrite(scope, fence, "recording the outcome", [&](Connection& conn, int64_t now) {
+    return sqlite::RecordOutcome(conn, scope, fence, state, response, now,
+                                 now + retention_.count());
+  });
+}
+
+absl::Status SqliteStore::Release(const Scope& scope, int64_t fence) {
+  return FencedWrite(scope, fence, "releasing the key", [&](Connection& conn, int64_t now) {
+    return sqlite::DeleteClaim(conn, scope, fence, now);
+  });
+}
+
+absl::StatusOr<KeyRecord> SqliteStore::Get(const Scope& scope) {
+  IDEM_RETURN_IF_ERROR(ValidateScope(scope));
+  IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
+  IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live,
+                        sqlite::SelectLive(*conn, scope, clock_.NowMillis()));
+  if (live.has_value()) return *std::move(live);
+  return absl::NotFoundError(fmt::format("key '{}' of tenant '{}' has no live record",
+                                         scope.key, scope.tenant));
+}
+
+absl::StatusOr<int64_t> SqliteStore::SweepExpired(int64_t max_rows) {
+  if (max_rows <= 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("max_rows is {}; sweep at least one row per call, e.g. 1000", max_rows));
+  }
+  IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
+  int64_t deleted = 0;
+  IDEM_RETURN_IF_ERROR(InWriteTransaction(*conn, [&]() -> absl::Status {
+    IDEM_ASSIGN_OR_RETURN(deleted, sqlite::DeleteExpired(*conn, clock_.NowMillis(), max_rows));
+    return absl::OkStatus();
+  }));
+  return deleted;
+}
+
+absl::StatusOr<std::unique_ptr<StoreTransaction>> SqliteStore::Begin() {
+  IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
+  IDEM_ASSIGN_OR_RETURN(auto tx,
+                        sqlite::SqliteTransaction::Begin(std::move(conn), clock_, retention_));
+  return std::unique_ptr<StoreTransaction>(std::move(tx));
+}
+
+// Opens the file, refuses one that is not idem's or is newer, then migrates. Nothing is written
+// before the checks pass.
+absl::StatusOr<std::unique_ptr<Store>> OpenChecked(const std::string& path,
+                                                   const sqlite::OpenSettings& settings) {
+  IDEM_ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn,
+                        Connection::OpenUnconfigured(path, settings.connection.lock_timeout));
+  IDEM_ASSIGN_OR_RETURN(int64_t version, sqlite::CheckSchema(*conn, path));
+  IDEM_RETURN_IF_ERROR(conn->Configure(path, settings.connection));
+  if (version < sqlite::LatestSchemaVersion()) {
+    IDEM_RETURN_IF_ERROR(sqlite::MigrateSchema(*conn, path, settings.clock->NowMillis()));
+  }
+  auto pool = std::make_unique<ConnectionPool>(path, settings.connection,
+                                               settings.max_connections);
+  pool->Adopt(std::move(conn));
+  return std::make_unique<SqliteStore>(std::move(pool), *settings.clock, settings.retention);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(std::string_view path,
+                                                       std::string_view uri_query,
+                                                       const StoreOptions& options) {
+  IDEM_ASSIGN_OR_RETURN(sqlite::OpenSettings settings,
+                        sqlite::ResolveOpenSettings(path, uri_query, options));
+  // Nothing is half-written on failure: the checks run before any write, and the migrations
+  // apply in one transaction. A file this call created stays behind empty, and a later open
+  // sets it up.
+  return OpenChecked(settings.path, settings);
+}
+
+}  // namespace idem

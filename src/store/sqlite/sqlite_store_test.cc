@@ -1,0 +1,228 @@
+// The SQLite store: the conformance suite over a fresh file per test, plus what only SQLite has
+// (schema migrations, file checks, pragmas, the write lock).
+#include "idem/sqlite_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "store/sqlite/sqlite_schema.h"
+#include "store/testing/conformance_helpers.h"
+#include "store/testing/store_conformance.h"
+
+namespace idem {
+namespace {
+
+using absl::StatusCode;
+using idem::testing::CodeOf;
+using idem::testing::MakeClaim;
+using idem::testing::MakeScope;
+
+// A directory of its own under the test temp dir, for each call.
+std::string NewTempDir() {
+  std::string pattern = ::testing::TempDir() + "idem-sqlite-XXXXXX";
+  const char* dir = mkdtemp(pattern.data());
+  return dir == nullptr ? std::string() : std::string(dir);
+}
+
+std::string& CurrentPath() {
+  static std::string path;
+  return path;
+}
+
+absl::StatusOr<std::unique_ptr<Store>> OpenFresh(const StoreOptions& options) {
+  CurrentPath() = NewTempDir() + "/idem.db";
+  return OpenSqliteStore(CurrentPath(), "", options);
+}
+
+absl::StatusOr<std::unique_ptr<Store>> OpenAgain(const StoreOptions& options) {
+  return OpenSqliteStore(CurrentPath(), "", options);
+}
+
+using testing::StoreConformanceTest;
+INSTANTIATE_TEST_SUITE_P(Sqlite, StoreConformanceTest,
+                         ::testing::Values(testing::StoreFactory{"sqlite", &OpenFresh,
+                                                                 &OpenAgain}),
+                         testing::StoreFactoryName);
+
+// A raw connection to the file, standing for another program (or another idem process).
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) { sqlite3_open(path.c_str(), &db_); }
+  ~RawDb() { sqlite3_close(db_); }
+  RawDb(const RawDb&) = delete;
+  RawDb& operator=(const RawDb&) = delete;
+
+  // Runs `sql`; returns SQLite's result code.
+  int Exec(const std::string& sql) { return sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr); }
+  // Returns the first column of the first row as text ("" when none).
+  std::string Text(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    std::string out;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0) != nullptr) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    }
+    sqlite3_finalize(stmt);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  SqliteStoreTest() : dir_(NewTempDir()), path_(dir_ + "/idem.db") {
+    options_.clock = &clock_;
+    options_.lock_timeout = std::chrono::milliseconds(50);
+  }
+
+  absl::StatusOr<std::unique_ptr<Store>> Open(std::string_view query = "") {
+    return OpenSqliteStore(path_, query, options_);
+  }
+
+  std::string PragmaOf(Store& store, const std::string& pragma) {
+    absl::StatusOr<std::unique_ptr<StoreTransaction>> tx = store.Begin();
+    if (!tx.ok()) return "begin failed";
+    absl::StatusOr<std::vector<SqlRow>> rows = (*tx)->Query("PRAGMA " + pragma);
+    if (!rows.ok() || rows->empty()) return "query failed";
+    const SqlValue& value = rows->front().front();
+    if (const auto* i = std::get_if<int64_t>(&value)) return std::to_string(*i);
+    if (const auto* s = std::get_if<std::string>(&value)) return *s;
+    return "other";
+  }
+
+  ManualClock clock_;
+  StoreOptions options_;
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(SqliteStoreTest, OpenAppliesEveryMigrationOnceAndReopenKeepsData) {
+  {
+    IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+    IDEM_ASSERT_OK(store->Claim(MakeClaim(MakeScope("k1"))).status());
+  }
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> again, Open());
+  IDEM_ASSERT_OK(again->Get(MakeScope("k1")).status());
+  RawDb raw(path_);
+  EXPECT_EQ(raw.Text("SELECT count(*) FROM idem_schema_migrations"),
+            std::to_string(sqlite::LatestSchemaVersion()));
+  EXPECT_EQ(raw.Text("SELECT max(version) FROM idem_schema_migrations"),
+            std::to_string(sqlite::LatestSchemaVersion()));
+}
+
+TEST_F(SqliteStoreTest, NewerSchemaIsFailedPreconditionNamingBothVersions) {
+  { IDEM_ASSERT_OK(Open().status()); }
+  ASSERT_EQ(RawDb(path_).Exec("INSERT INTO idem_schema_migrations VALUES (999, 'future', 0)"),
+            SQLITE_OK);
+  absl::StatusOr<std::unique_ptr<Store>> store = Open();
+  EXPECT_EQ(CodeOf(store), StatusCode::kFailedPrecondition);
+  const std::string message(store.status().message());
+  EXPECT_NE(message.find("999"), std::string::npos) << message;
+  EXPECT_NE(message.find("version " + std::to_string(sqlite::LatestSchemaVersion())),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(SqliteStoreTest, ForeignDatabaseIsFailedPreconditionAndLeftUntouched) {
+  ASSERT_EQ(RawDb(path_).Exec("CREATE TABLE invoices (id INTEGER PRIMARY KEY)"), SQLITE_OK);
+  EXPECT_EQ(CodeOf(Open()), StatusCode::kFailedPrecondition);
+  RawDb raw(path_);
+  EXPECT_EQ(raw.Text("SELECT group_concat(name) FROM sqlite_schema WHERE type = 'table'"),
+            "invoices");
+  EXPECT_EQ(raw.Text("PRAGMA journal_mode"), "delete");
+}
+
+TEST_F(SqliteStoreTest, FileThatIsNotSqliteIsDataLossAndLeftUntouched) {
+  const std::string garbage(8192, 'x');
+  std::ofstream(path_, std::ios::binary) << garbage;
+  EXPECT_EQ(CodeOf(Open()), StatusCode::kDataLoss);
+  EXPECT_EQ(std::filesystem::file_size(path_), garbage.size());
+}
+
+TEST_F(SqliteStoreTest, PathInMissingDirectoryIsPermissionDenied) {
+  path_ = dir_ + "/no-such-dir/idem.db";
+  EXPECT_EQ(CodeOf(Open()), StatusCode::kPermissionDenied);
+}
+
+// Root may write any ordinary file, so a path under /proc stands in for a read-only place.
+TEST_F(SqliteStoreTest, PathOnReadOnlyFileSystemIsPermissionDenied) {
+  path_ = "/proc/idem-sqlite-store-test.db";
+  EXPECT_EQ(CodeOf(Open()), StatusCode::kPermissionDenied);
+}
+
+TEST_F(SqliteStoreTest, InMemoryOrEmptyPathIsInvalidArgument) {
+  EXPECT_EQ(CodeOf(OpenSqliteStore(":memory:", "", options_)), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf(OpenSqliteStore("", "", options_)), StatusCode::kInvalidArgument);
+}
+
+TEST_F(SqliteStoreTest, UnknownUriQueryKeyOrValueIsInvalidArgument) {
+  EXPECT_EQ(CodeOf(Open("mode=ro")), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf(Open("synchronous=off")), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf(Open("synchronous=normal&cache=shared")), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(std::filesystem::exists(path_));
+}
+
+TEST_F(SqliteStoreTest, DatabaseIsInWalModeWithSynchronousFullByDefault) {
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  EXPECT_EQ(PragmaOf(*store, "journal_mode"), "wal");
+  EXPECT_EQ(PragmaOf(*store, "synchronous"), "2");  // FULL
+}
+
+TEST_F(SqliteStoreTest, SynchronousIsNormalWithoutDurableCommits) {
+  options_.durable_commits = false;
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  EXPECT_EQ(PragmaOf(*store, "synchronous"), "1");  // NORMAL
+}
+
+TEST_F(SqliteStoreTest, UriSynchronousWinsOverOptions) {
+  {
+    IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open("synchronous=normal"));
+    EXPECT_EQ(PragmaOf(*store, "synchronous"), "1");
+  }
+  options_.durable_commits = false;
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open("synchronous=full"));
+  EXPECT_EQ(PragmaOf(*store, "synchronous"), "2");
+}
+
+TEST_F(SqliteStoreTest, WriteLockHeldByAnotherConnectionIsUnavailable) {
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  RawDb other(path_);
+  ASSERT_EQ(other.Exec("BEGIN IMMEDIATE"), SQLITE_OK);
+  EXPECT_EQ(CodeOf(store->Claim(MakeClaim(MakeScope("k1")))), StatusCode::kUnavailable);
+  EXPECT_EQ(CodeOf(store->Begin()), StatusCode::kUnavailable);
+  EXPECT_EQ(CodeOf(store->SweepExpired(10)), StatusCode::kUnavailable);
+  // Readers are not blocked by a writer in WAL mode.
+  EXPECT_EQ(CodeOf(store->Get(MakeScope("k1"))), StatusCode::kNotFound);
+  ASSERT_EQ(other.Exec("ROLLBACK"), SQLITE_OK);
+  IDEM_ASSERT_OK(store->Claim(MakeClaim(MakeScope("k1"))).status());
+}
+
+TEST_F(SqliteStoreTest, BeginBeyondMaxConnectionsIsUnavailable) {
+  options_.max_connections = 1;
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());
+  EXPECT_EQ(CodeOf(store->Get(MakeScope("k1"))), StatusCode::kUnavailable);
+  IDEM_ASSERT_OK(tx->Rollback());
+  tx.reset();
+  EXPECT_EQ(CodeOf(store->Get(MakeScope("k1"))), StatusCode::kNotFound);
+}
+
+TEST_F(SqliteStoreTest, NativeHandleIsTheTransactionsConnection) {
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());
+  auto* db = static_cast<sqlite3*>(tx->native_handle());
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(sqlite3_get_autocommit(db), 0);  // inside the transaction Begin() opened
+  IDEM_ASSERT_OK(tx->Rollback());
+  EXPECT_EQ(sqlite3_get_autocommit(db), 1);
+}
+
+}  // namespace
+}  // namespace idem

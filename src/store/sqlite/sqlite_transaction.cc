@@ -1,0 +1,207 @@
+#include "store/sqlite/sqlite_transaction.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <string>
+
+#include "common/status_macros.h"
+#include "store/sqlite/key_table.h"
+#include "idem/key.h"
+
+namespace idem::sqlite {
+namespace {
+
+bool IsSqlIdentifier(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    const bool digit = c >= '0' && c <= '9';
+    if (!letter && !(digit && i > 0)) return false;
+  }
+  return true;
+}
+
+// Returns N for a parameter named "$N" (N >= 1), else 0.
+size_t DollarIndex(const char* name) {
+  if (name == nullptr || name[0] != '$') return 0;
+  const std::string_view digits(name + 1);
+  size_t n = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return 0;
+  return n;
+}
+
+absl::Status BindValue(Statement& stmt, int index, const SqlValue& value) {
+  if (const auto* i = std::get_if<int64_t>(&value)) return stmt.BindInt(index, *i);
+  if (const auto* d = std::get_if<double>(&value)) return stmt.BindDouble(index, *d);
+  if (const auto* s = std::get_if<std::string>(&value)) return stmt.BindText(index, *s);
+  if (const auto* b = std::get_if<Blob>(&value)) return stmt.BindBlob(index, b->bytes);
+  return stmt.BindNull(index);
+}
+
+SqlValue ColumnValue(const Statement& stmt, int col) {
+  switch (stmt.ColumnType(col)) {
+    case SQLITE_INTEGER:
+      return stmt.ColumnInt(col);
+    case SQLITE_FLOAT:
+      return stmt.ColumnDouble(col);
+    case SQLITE_TEXT:
+      return stmt.ColumnBytes(col);
+    case SQLITE_BLOB:
+      return Blob{stmt.ColumnBytes(col)};
+    default:
+      return std::monostate();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteTransaction>> SqliteTransaction::Begin(
+    ConnectionPool::Lease lease, const Clock& clock, Millis retention) {
+  IDEM_RETURN_IF_ERROR(lease->Exec("BEGIN IMMEDIATE"));
+  return std::unique_ptr<SqliteTransaction>(
+      new SqliteTransaction(std::move(lease), clock, retention));
+}
+
+SqliteTransaction::~SqliteTransaction() { Rollback().IgnoreError(); }
+
+absl::Status SqliteTransaction::CheckOpen(std::string_view operation) const {
+  if (open_) return absl::OkStatus();
+  return absl::FailedPreconditionError(fmt::format(
+      "{}: the transaction was already committed or rolled back; Begin() a new one", operation));
+}
+
+absl::StatusOr<Statement> SqliteTransaction::PrepareBound(std::string_view sql,
+                                                          std::span<const SqlValue> params) {
+  IDEM_RETURN_IF_ERROR(CheckOpen("running SQL"));
+  IDEM_ASSIGN_OR_RETURN(Statement stmt, lease_->Prepare(sql));
+  const int count = sqlite3_bind_parameter_count(stmt.get());
+  for (int i = 1; i <= count; ++i) {
+    const size_t n = DollarIndex(sqlite3_bind_parameter_name(stmt.get(), i));
+    if (n == 0 || n > params.size()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "the SQL uses parameter {} but {} parameter(s) were passed; write parameters as "
+          "$1..$N and pass one value for each (in: {})",
+          i, params.size(), sql));
+    }
+  }
+  for (size_t n = 1; n <= params.size(); ++n) {
+    const std::string name = fmt::format("${}", n);
+    const int index = sqlite3_bind_parameter_index(stmt.get(), name.c_str());
+    if (index == 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "parameter {} was passed but the SQL does not use it (in: {})", name, sql));
+    }
+    IDEM_RETURN_IF_ERROR(BindValue(stmt, index, params[n - 1]));
+  }
+  return stmt;
+}
+
+absl::StatusOr<std::vector<SqlRow>> SqliteTransaction::Query(std::string_view sql,
+                                                             std::span<const SqlValue> params) {
+  IDEM_ASSIGN_OR_RETURN(Statement stmt, PrepareBound(sql, params));
+  std::vector<SqlRow> rows;
+  while (true) {
+    IDEM_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
+    if (!has_row) break;
+    SqlRow row;
+    row.reserve(static_cast<size_t>(stmt.ColumnCount()));
+    for (int col = 0; col < stmt.ColumnCount(); ++col) row.push_back(ColumnValue(stmt, col));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+absl::StatusOr<int64_t> SqliteTransaction::Execute(std::string_view sql,
+                                                   std::span<const SqlValue> params) {
+  IDEM_ASSIGN_OR_RETURN(Statement stmt, PrepareBound(sql, params));
+  const int64_t before = sqlite3_total_changes64(lease_->db());
+  while (true) {
+    IDEM_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
+    if (!has_row) break;
+  }
+  // sqlite3_changes64 reports the last INSERT/UPDATE/DELETE, which is this statement only when
+  // it changed something; DDL and SELECT change nothing.
+  if (sqlite3_total_changes64(lease_->db()) == before) return 0;
+  return sqlite3_changes64(lease_->db());
+}
+
+void* SqliteTransaction::native_handle() { return lease_->db(); }
+
+absl::StatusOr<ClaimResult> SqliteTransaction::Claim(const Scope& scope,
+                                                     std::string_view fingerprint,
+                                                     std::string_view owner) {
+  IDEM_RETURN_IF_ERROR(CheckOpen("claiming a key"));
+  IDEM_RETURN_IF_ERROR(ValidateScope(scope));
+  const int64_t now = clock_.NowMillis();
+  // The claim is invisible to others until commit, so it needs no lease of its own: were it ever
+  // committed still in_progress, its lease has already passed and the next arrival takes over.
+  const ClaimParams params{scope, fingerprint, owner, now, now, now + retention_.count()};
+  return ClaimKey(*lease_, params, /*take_over_lapsed=*/true);
+}
+
+absl::Status SqliteTransaction::Finish(const Scope& scope, int64_t fence, KeyState state,
+                                       const StoredResponse& response) {
+  IDEM_RETURN_IF_ERROR(CheckOpen("finishing a key"));
+  IDEM_RETURN_IF_ERROR(ValidateScope(scope));
+  if (state != KeyState::kCompleted && state != KeyState::kFailedFinal) {
+    return absl::InvalidArgumentError(
+        "Finish records kCompleted or kFailedFinal; to give the key up, roll back instead");
+  }
+  const int64_t now = clock_.NowMillis();
+  IDEM_ASSIGN_OR_RETURN(int64_t changed, RecordOutcome(*lease_, scope, fence, state, response,
+                                                       now, now + retention_.count()));
+  if (changed == 1) return absl::OkStatus();
+  return StaleFenceError(*lease_, scope, fence, now, "recording the outcome");
+}
+
+absl::Status SqliteTransaction::RunSavepointCommand(std::string_view verb,
+                                                    std::string_view name) {
+  IDEM_RETURN_IF_ERROR(CheckOpen(verb));
+  if (!IsSqlIdentifier(name)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "savepoint name '{}' is not an identifier: use letters, digits and '_' (1-63, not "
+        "starting with a digit)",
+        name));
+  }
+  return lease_->Exec(fmt::format("{} {}", verb, name));
+}
+
+absl::Status SqliteTransaction::Savepoint(std::string_view name) {
+  return RunSavepointCommand("SAVEPOINT", name);
+}
+
+absl::Status SqliteTransaction::RollbackToSavepoint(std::string_view name) {
+  return RunSavepointCommand("ROLLBACK TO SAVEPOINT", name);
+}
+
+absl::Status SqliteTransaction::ReleaseSavepoint(std::string_view name) {
+  return RunSavepointCommand("RELEASE SAVEPOINT", name);
+}
+
+absl::Status SqliteTransaction::Commit() {
+  IDEM_RETURN_IF_ERROR(CheckOpen("committing"));
+  open_ = false;
+  if (!lease_->InTransaction()) {
+    return absl::UnavailableError(
+        "commit failed: SQLite had already rolled the transaction back after an earlier error; "
+        "nothing was committed, retry the whole transaction");
+  }
+  absl::Status status = lease_->Exec("COMMIT");
+  if (status.ok()) return status;
+  if (lease_->InTransaction()) lease_->Exec("ROLLBACK").IgnoreError();
+  return absl::UnavailableError(fmt::format(
+      "commit failed, nothing was committed; retry the whole transaction ({})",
+      std::string(status.message())));
+}
+
+absl::Status SqliteTransaction::Rollback() {
+  if (!open_) return absl::OkStatus();
+  open_ = false;
+  if (!lease_->InTransaction()) return absl::OkStatus();
+  return lease_->Exec("ROLLBACK");
+}
+
+}  // namespace idem::sqlite

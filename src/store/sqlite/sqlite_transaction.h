@@ -1,0 +1,69 @@
+// Transaction mode on SQLite: one pooled connection inside BEGIN IMMEDIATE, holding a key's claim
+// beside the caller's own writes (idem/store.h, StoreTransaction).
+//
+// BEGIN IMMEDIATE takes SQLite's single write lock at Begin(), so a second transaction — in this
+// process or another — waits (up to lock_timeout) at its own Begin() until the first commits or
+// rolls back, and then sees the outcome. Lock upgrades, and the deadlocks they cause, never
+// happen.
+//
+// Thread-safety: belongs to one thread, as idem/transaction.h says.
+#ifndef IDEM_STORE_SQLITE_SQLITE_TRANSACTION_H_
+#define IDEM_STORE_SQLITE_SQLITE_TRANSACTION_H_
+
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "idem/clock.h"
+#include "idem/store.h"
+#include "store/sqlite/connection_pool.h"
+
+namespace idem::sqlite {
+
+class SqliteTransaction final : public StoreTransaction {
+ public:
+  // Runs BEGIN IMMEDIATE on the leased connection. `clock` must outlive the transaction.
+  // Errors: Unavailable when the write lock stayed held past lock_timeout.
+  static absl::StatusOr<std::unique_ptr<SqliteTransaction>> Begin(ConnectionPool::Lease lease,
+                                                                 const Clock& clock,
+                                                                 Millis retention);
+  ~SqliteTransaction() override;
+
+  absl::StatusOr<std::vector<SqlRow>> Query(std::string_view sql,
+                                            std::span<const SqlValue> params) override;
+  absl::StatusOr<int64_t> Execute(std::string_view sql, std::span<const SqlValue> params) override;
+  void* native_handle() override;
+
+  absl::StatusOr<ClaimResult> Claim(const Scope& scope, std::string_view fingerprint,
+                                    std::string_view owner) override;
+  absl::Status Finish(const Scope& scope, int64_t fence, KeyState state,
+                      const StoredResponse& response) override;
+  absl::Status Savepoint(std::string_view name) override;
+  absl::Status RollbackToSavepoint(std::string_view name) override;
+  absl::Status ReleaseSavepoint(std::string_view name) override;
+  absl::Status Commit() override;
+  absl::Status Rollback() override;
+
+ private:
+  SqliteTransaction(ConnectionPool::Lease lease, const Clock& clock, Millis retention)
+      : lease_(std::move(lease)), clock_(clock), retention_(retention) {}
+
+  // FailedPrecondition once the transaction has been committed or rolled back.
+  absl::Status CheckOpen(std::string_view operation) const;
+  // Prepares `sql` and binds `params` to $1..$N. Errors: InvalidArgument for SQL SQLite
+  // rejects, or parameters that do not match the $N the SQL uses.
+  absl::StatusOr<Statement> PrepareBound(std::string_view sql, std::span<const SqlValue> params);
+  absl::Status RunSavepointCommand(std::string_view verb, std::string_view name);
+
+  ConnectionPool::Lease lease_;
+  const Clock& clock_;
+  const Millis retention_;
+  bool open_ = true;
+};
+
+}  // namespace idem::sqlite
+
+#endif  // IDEM_STORE_SQLITE_SQLITE_TRANSACTION_H_
