@@ -3,6 +3,8 @@ add_library(idem_build_flags INTERFACE)
 target_compile_options(idem_build_flags INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
   -Wcast-align -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough
+  # C++20 designated initializers leave the fields they omit value-initialised on purpose.
+  -Wno-missing-field-initializers
   $<$<BOOL:${IDEM_WERROR}>:-Werror>)
 if(IDEM_SANITIZE)
   target_compile_options(idem_build_flags INTERFACE
