@@ -224,5 +224,34 @@ TEST_F(SqliteStoreTest, NativeHandleIsTheTransactionsConnection) {
   EXPECT_EQ(sqlite3_get_autocommit(db), 1);
 }
 
+TEST_F(SqliteStoreTest, ParametersThatDoNotMatchTheSqlAreInvalidArgument) {
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());
+  const SqlValue one[] = {int64_t{1}};
+  const SqlValue two[] = {int64_t{1}, int64_t{2}};
+  EXPECT_EQ(CodeOf(tx->Query("SELECT $1, $2", one)), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf(tx->Query("SELECT $1", two)), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf(tx->Query("SELECT ?", one)), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf(tx->Query("SELECT :name", one)), StatusCode::kInvalidArgument);
+  IDEM_ASSERT_OK_AND_ASSIGN(std::vector<SqlRow> rows, tx->Query("SELECT $2, $1", two));
+  EXPECT_EQ(rows, (std::vector<SqlRow>{{int64_t{2}, int64_t{1}}}));
+}
+
+TEST_F(SqliteStoreTest, MoreThanOneStatementPerCallIsInvalidArgument) {
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());
+  EXPECT_EQ(CodeOf(tx->Execute("SELECT 1; DELETE FROM idem_keys")), StatusCode::kInvalidArgument);
+  IDEM_ASSERT_OK(tx->Execute("SELECT 1; -- a trailing comment is fine").status());
+}
+
+TEST_F(SqliteStoreTest, CallsOnAFinishedTransactionAreFailedPrecondition) {
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());
+  IDEM_ASSERT_OK(tx->Commit());
+  EXPECT_EQ(CodeOf(tx->Query("SELECT 1")), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(CodeOf(tx->Claim(MakeScope("k"), "f", "o")), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(CodeOf(tx->Commit()), StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace idem
