@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -19,40 +20,45 @@ using core::JsonMember;
 using core::JsonValue;
 using core::PointerTree;
 
-// RFC 8785 §3.2.2.2: only the two-character escapes JSON defines, \u00xx for the other controls.
+// Returns the escape RFC 8785 §3.2.2.2 prescribes for `c`, or null when `c` is written as is.
+const char* ShortEscape(char c) {
+  switch (c) {
+    case '"':
+      return "\\\"";
+    case '\\':
+      return "\\\\";
+    case '\b':
+      return "\\b";
+    case '\f':
+      return "\\f";
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    default:
+      return nullptr;
+  }
+}
+
+// Only the two-character escapes JSON defines and \u00xx for the other control characters;
+// everything else, including DEL and non-ASCII, is written as literal UTF-8.
 void WriteString(std::string_view text, std::string& out) {
   out.push_back('"');
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out.push_back(c);
-        }
+  std::size_t run = 0;  // start of the pending run of bytes written as is
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(text.substr(run, i - run));
+    run = i + 1;
+    if (const char* escape = ShortEscape(static_cast<char>(c))) {
+      out += escape;
+    } else {
+      fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
     }
   }
+  out.append(text.substr(run));
   out.push_back('"');
 }
 
@@ -74,7 +80,6 @@ void WriteArray(const JsonValue& value, const PointerTree* excluded, std::string
 // RFC 8785 §3.2.3: members sorted by their names as arrays of UTF-16 code units.
 void WriteObject(const JsonValue& value, const PointerTree* excluded, std::string& out) {
   struct Entry {
-    std::u16string key;
     const JsonMember* member;
     const PointerTree* below;
   };
@@ -83,10 +88,11 @@ void WriteObject(const JsonValue& value, const PointerTree* excluded, std::strin
   for (const JsonMember& member : value.members) {
     const PointerTree* below = excluded ? excluded->Find(member.name) : nullptr;
     if (below && below->excluded) continue;
-    entries.push_back({core::Utf8ToUtf16(member.name), &member, below});
+    entries.push_back({&member, below});
   }
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.key < b.key; });
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return core::Utf16Less(a.member->name, b.member->name);
+  });
   out.push_back('{');
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (i > 0) out.push_back(',');
@@ -125,6 +131,12 @@ void WriteValue(const JsonValue& value, const PointerTree* excluded, std::string
 std::string FormatJsonNumber(double value) {
   if (value == 0) return "0";  // also -0 (RFC 8785 §3.2.2.3)
   if (value < 0) return "-" + FormatJsonNumber(-value);
+  // Below 2^53 an integral double's exact digits are also its shortest round-trip digits.
+  if (value < 9007199254740992.0 && value == std::floor(value)) {
+    char digits[32];
+    auto end = std::to_chars(digits, digits + sizeof digits, value, std::chars_format::fixed).ptr;
+    return std::string(digits, end);
+  }
   // Shortest digits that read back as `value`: "d.ddde±x" → digits "dddd", n = x + 1, so that
   // value = 0.digits × 10^n, in the terms of ECMAScript's Number::toString.
   char buffer[64];

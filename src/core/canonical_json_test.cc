@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 
 namespace idem {
@@ -70,6 +73,30 @@ TEST(FormatJsonNumber, UsesExponentFromOneE21AndBelowOneEMinus6) {
   EXPECT_EQ(FormatJsonNumber(1e30), "1e+30");
   EXPECT_EQ(FormatJsonNumber(123.456), "123.456");
   EXPECT_EQ(FormatJsonNumber(-42), "-42");
+}
+
+// Property: the text reads back as the same double, for random finite bit patterns.
+TEST(FormatJsonNumber, RoundTripsRandomDoubles) {
+  std::mt19937_64 rng(8785);
+  for (int i = 0; i < 50000; ++i) {
+    const double value = std::bit_cast<double>(rng());
+    if (!std::isfinite(value)) continue;
+    const std::string text = FormatJsonNumber(value);
+    double back = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), back);
+    ASSERT_EQ(error, std::errc()) << text;
+    ASSERT_EQ(end, text.data() + text.size()) << text;
+    ASSERT_EQ(back, value) << text;
+  }
+}
+
+TEST(FormatJsonNumber, WritesSafeIntegersAsPlainDigits) {
+  std::mt19937_64 rng(53);
+  for (int i = 0; i < 100000; ++i) {
+    const std::int64_t n = static_cast<std::int64_t>(rng() >> (11 + i % 53)) * (i % 2 ? -1 : 1);
+    ASSERT_EQ(FormatJsonNumber(static_cast<double>(n)), std::to_string(n));
+  }
+  EXPECT_EQ(FormatJsonNumber(9007199254740991.0), "9007199254740991");
 }
 
 // Each number goes through the parser: the text is read as the nearest double, then written.

@@ -1,5 +1,7 @@
 #include "core/utf8.h"
 
+#include <algorithm>
+
 namespace idem::core {
 
 std::int32_t DecodeUtf8(std::string_view text, std::size_t* pos) {
@@ -58,6 +60,22 @@ std::u16string Utf8ToUtf16(std::string_view text) {
     }
   }
   return out;
+}
+
+// UTF-8 byte order is code point order, which differs from UTF-16 order only between a
+// supplementary character (a surrogate pair, D800-DBFF first) and a BMP character at or above
+// U+E000.
+bool Utf16Less(std::string_view a, std::string_view b) {
+  auto [ia, ib] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  if (ib == b.end()) return false;  // b is a prefix of a, or equal to it
+  if (ia == a.end()) return true;   // a is a proper prefix of b
+  std::size_t pos_a = static_cast<std::size_t>(ia - a.begin());
+  while (pos_a > 0 && (static_cast<unsigned char>(a[pos_a]) & 0xC0) == 0x80) --pos_a;
+  std::size_t pos_b = pos_a;  // the common prefix ends on the same code point boundary
+  const std::int32_t ca = DecodeUtf8(a, &pos_a);
+  const std::int32_t cb = DecodeUtf8(b, &pos_b);
+  if ((ca >= 0x10000) == (cb >= 0x10000)) return ca < cb;
+  return ca >= 0x10000 ? cb >= 0xE000 : ca < 0xE000;
 }
 
 }  // namespace idem::core

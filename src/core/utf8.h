@@ -20,6 +20,10 @@ std::size_t FindInvalidUtf8(std::string_view text);
 // Returns `text` as UTF-16 code units. REQUIRES: FindInvalidUtf8(text) == npos.
 std::u16string Utf8ToUtf16(std::string_view text);
 
+// Returns whether `a` sorts before `b` when both are compared as arrays of UTF-16 code units
+// (RFC 8785 §3.2.3), without converting them. REQUIRES: both are valid UTF-8.
+bool Utf16Less(std::string_view a, std::string_view b);
+
 }  // namespace idem::core
 
 #endif  // IDEM_CORE_UTF8_H_
