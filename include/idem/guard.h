@@ -14,6 +14,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "idem/outcome.h"
@@ -48,6 +49,13 @@ struct GuardResult {
   bool replayed = false;
 };
 
+// One call of a batch (see Guard::RunBatch).
+struct GuardCall {
+  Scope scope;
+  std::string fingerprint;
+  Effect effect;
+};
+
 class Guard {
  public:
   // REQUIRES: `store` outlives the guard.
@@ -68,9 +76,23 @@ class Guard {
   absl::StatusOr<GuardResult> Run(const Scope& scope, std::string_view fingerprint,
                                   const Effect& effect);
 
+  // Runs many calls in one transaction and one commit (group commit: one durable write instead
+  // of one per call). Each call behaves as Run would, isolated from the others by savepoints: a
+  // call whose effect fails or is transient undoes only its own claim and writes. Calls are run
+  // in order; two calls of the same key in one batch: the second replays the first.
+  // Returns one result per call, in order (each an error or a GuardResult as Run's).
+  // Errors (the whole batch, nothing committed): Unavailable when the store is busy or down, or
+  // the commit failed; retried like Run's per GuardOptions::transient_retries.
+  absl::StatusOr<std::vector<absl::StatusOr<GuardResult>>> RunBatch(
+      const std::vector<GuardCall>& calls);
+
  private:
   absl::StatusOr<GuardResult> RunOnce(const Scope& scope, std::string_view fingerprint,
                                       const Effect& effect);
+  absl::StatusOr<std::vector<absl::StatusOr<GuardResult>>> RunBatchOnce(
+      const std::vector<GuardCall>& calls);
+  // Runs one call inside `tx`, which stays usable whatever the call's outcome.
+  absl::StatusOr<GuardResult> RunInTransaction(StoreTransaction& tx, const GuardCall& call);
 
   Store& store_;
   GuardOptions options_;

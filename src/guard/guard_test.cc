@@ -204,5 +204,57 @@ TEST_F(GuardTest, ConcurrentCallersOfOneKeyRunTheEffectOnceAndAllGetItsAnswer) {
   }
 }
 
+TEST_F(GuardTest, BatchCommitsEachCallsOutcomeAndUndoesOnlyTheFailedOnes) {
+  Guard guard(*store_);
+  std::vector<GuardCall> calls = {
+      {{"t", "ok"}, "fp", WriteRow("ok", 200)},
+      {{"t", "rejected"}, "fp", WriteRow("rejected", 400)},
+      {{"t", "transient"}, "fp", WriteRow("transient", 503)},
+      {{"t", "error"}, "fp",
+       [](Transaction&) -> absl::StatusOr<StoredResponse> {
+         return absl::InvalidArgumentError("bad call");
+       }},
+      {{"t", "ok-2"}, "fp", WriteRow("ok-2", 201)},
+  };
+  auto results = guard.RunBatch(calls);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), calls.size());
+  EXPECT_EQ((*results)[0]->state, KeyState::kCompleted);
+  EXPECT_EQ((*results)[1]->state, KeyState::kFailedFinal);
+  EXPECT_EQ((*results)[2]->state, KeyState::kInProgress);
+  EXPECT_EQ((*results)[3].status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*results)[4]->state, KeyState::kCompleted);
+  EXPECT_EQ(CountRows("effects"), 2);  // "ok" and "ok-2" only
+  EXPECT_EQ(store_->Get({"t", "ok"})->state, KeyState::kCompleted);
+  EXPECT_EQ(store_->Get({"t", "rejected"})->state, KeyState::kFailedFinal);
+  EXPECT_EQ(store_->Get({"t", "transient"}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Get({"t", "error"}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(GuardTest, BatchWithOneKeyTwiceRunsTheEffectOnceAndReplaysIt) {
+  Guard guard(*store_);
+  std::atomic<int> runs{0};
+  std::vector<GuardCall> calls = {{scope_, "fp", WriteRow("key-1", 200, &runs)},
+                                  {scope_, "fp", WriteRow("key-1", 200, &runs)}};
+  auto results = guard.RunBatch(calls);
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ(runs.load(), 1);
+  EXPECT_FALSE((*results)[0]->replayed);
+  EXPECT_TRUE((*results)[1]->replayed);
+  EXPECT_EQ((*results)[1]->response, (*results)[0]->response);
+}
+
+TEST_F(GuardTest, BatchReplaysKeysCompletedBeforeIt) {
+  Guard guard(*store_);
+  std::atomic<int> runs{0};
+  ASSERT_TRUE(guard.Run(scope_, "fp", WriteRow("key-1", 200, &runs)).ok());
+  auto results = guard.RunBatch({{scope_, "fp", WriteRow("key-1", 200, &runs)},
+                                 {scope_, "other-fp", WriteRow("key-1", 200, &runs)}});
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ(runs.load(), 1);
+  EXPECT_TRUE((*results)[0]->replayed);
+  EXPECT_EQ((*results)[1].status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace idem
