@@ -29,7 +29,7 @@ absl::StatusOr<ConnectionPool::Lease> ConnectionPool::Acquire() {
     if (!idle_.empty()) {
       std::unique_ptr<Connection> conn = std::move(idle_.back());
       idle_.pop_back();
-      return Lease(this, std::move(conn));
+      return Lease(shared_from_this(), std::move(conn));
     }
     ++open_;  // reserve the slot, then open without holding the mutex
   }
@@ -40,7 +40,7 @@ absl::StatusOr<ConnectionPool::Lease> ConnectionPool::Acquire() {
     returned_.notify_one();
     return conn.status();
   }
-  return Lease(this, *std::move(conn));
+  return Lease(shared_from_this(), *std::move(conn));
 }
 
 void ConnectionPool::Adopt(std::unique_ptr<Connection> conn) {

@@ -15,14 +15,14 @@
 
 namespace idem::sqlite {
 
-class ConnectionPool {
+class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
  public:
   // A connection on loan; returned to the pool (rolled back first if a transaction is still
   // open) when destroyed.
   class Lease {
    public:
-    Lease(ConnectionPool* pool, std::unique_ptr<Connection> conn)
-        : pool_(pool), conn_(std::move(conn)) {}
+    Lease(std::shared_ptr<ConnectionPool> pool, std::unique_ptr<Connection> conn)
+        : pool_(std::move(pool)), conn_(std::move(conn)) {}
     Lease(Lease&&) noexcept = default;
     Lease& operator=(Lease&&) = delete;
     Lease(const Lease&) = delete;
@@ -32,11 +32,13 @@ class ConnectionPool {
     Connection* operator->() const { return conn_.get(); }
 
    private:
-    ConnectionPool* pool_;
+    // Shared, so that a transaction outliving its store still returns its connection safely.
+    std::shared_ptr<ConnectionPool> pool_;
     std::unique_ptr<Connection> conn_;
   };
 
-  // REQUIRES: max_connections >= 1. Opens connections lazily, up to max_connections.
+  // REQUIRES: max_connections >= 1; the pool is owned by a std::shared_ptr. Opens connections
+  // lazily, up to max_connections.
   ConnectionPool(std::string path, ConnectionSettings settings, int max_connections);
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;

@@ -39,7 +39,7 @@ absl::Status CheckLease(Millis lease) {
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(std::unique_ptr<ConnectionPool> pool, const Clock& clock, Millis retention)
+  SqliteStore(std::shared_ptr<ConnectionPool> pool, const Clock& clock, Millis retention)
       : pool_(std::move(pool)), clock_(clock), retention_(retention) {}
 
   absl::StatusOr<ClaimResult> Claim(const ClaimRequest& request) override;
@@ -73,7 +73,7 @@ class SqliteStore final : public Store {
                        std::max(now + retention_.count(), lease_until)};
   }
 
-  std::unique_ptr<ConnectionPool> pool_;
+  std::shared_ptr<ConnectionPool> pool_;
   const Clock& clock_;
   const Millis retention_;
 };
@@ -199,7 +199,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenChecked(const std::string& path,
   if (version < sqlite::LatestSchemaVersion()) {
     IDEM_RETURN_IF_ERROR(sqlite::MigrateSchema(*conn, path, settings.clock->NowMillis()));
   }
-  auto pool = std::make_unique<ConnectionPool>(path, settings.connection,
+  auto pool = std::make_shared<ConnectionPool>(path, settings.connection,
                                                settings.max_connections);
   pool->Adopt(std::move(conn));
   return std::make_unique<SqliteStore>(std::move(pool), *settings.clock, settings.retention);

@@ -244,6 +244,32 @@ TEST_F(SqliteStoreTest, MoreThanOneStatementPerCallIsInvalidArgument) {
   IDEM_ASSERT_OK(tx->Execute("SELECT 1; -- a trailing comment is fine").status());
 }
 
+TEST_F(SqliteStoreTest, SqlThatEndsTheTransactionItselfIsInvalidArgument) {
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());
+  IDEM_ASSERT_OK(tx->Claim(MakeScope("k1"), "fp", "w").status());
+  for (const char* sql : {"COMMIT", " commit transaction", "END", "ROLLBACK", "BEGIN"}) {
+    EXPECT_EQ(CodeOf(tx->Execute(sql)), StatusCode::kInvalidArgument) << sql;
+  }
+  IDEM_ASSERT_OK(tx->Execute("SAVEPOINT s").status());
+  IDEM_ASSERT_OK(tx->Execute("ROLLBACK TO s").status());
+  IDEM_ASSERT_OK(tx->Execute("rollback transaction to savepoint s").status());
+  IDEM_ASSERT_OK(tx->Rollback());
+  EXPECT_EQ(CodeOf(store->Get(MakeScope("k1"))), StatusCode::kNotFound);
+}
+
+TEST_F(SqliteStoreTest, TransactionOutlivingItsStoreRollsBackSafely) {
+  std::unique_ptr<StoreTransaction> tx;
+  {
+    IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+    IDEM_ASSERT_OK_AND_ASSIGN(tx, store->Begin());
+    IDEM_ASSERT_OK(tx->Claim(MakeScope("k1"), "fp", "w").status());
+  }
+  tx.reset();
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> again, Open());
+  EXPECT_EQ(CodeOf(again->Get(MakeScope("k1"))), StatusCode::kNotFound);
+}
+
 TEST_F(SqliteStoreTest, CallsOnAFinishedTransactionAreFailedPrecondition) {
   IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
   IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());

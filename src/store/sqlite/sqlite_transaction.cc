@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <string>
 
@@ -21,6 +23,32 @@ bool IsSqlIdentifier(std::string_view name) {
     if (!letter && !(digit && i > 0)) return false;
   }
   return true;
+}
+
+// The first `count` words of `sql`, upper-cased and joined by single spaces.
+std::string LeadingWords(std::string_view sql, int count) {
+  std::string out;
+  bool in_word = false;
+  for (char c : sql) {
+    if (std::isspace(static_cast<unsigned char>(c)) != 0) {
+      in_word = false;
+      continue;
+    }
+    if (!in_word && !out.empty() && --count <= 0) break;
+    if (!in_word && !out.empty()) out += ' ';
+    in_word = true;
+    out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+// True for BEGIN, COMMIT, END and ROLLBACK, but not ROLLBACK TO (which stays inside).
+bool EndsTransaction(sqlite3_stmt* stmt) {
+  const std::string lead = LeadingWords(sqlite3_sql(stmt), 3);
+  const std::string first = lead.substr(0, lead.find(' '));
+  if (first == "BEGIN" || first == "COMMIT" || first == "END") return true;
+  if (first != "ROLLBACK") return false;
+  return !lead.starts_with("ROLLBACK TO") && !lead.starts_with("ROLLBACK TRANSACTION TO");
 }
 
 // Returns N for a parameter named "$N" (N >= 1), else 0.
@@ -77,6 +105,12 @@ absl::StatusOr<Statement> SqliteTransaction::PrepareBound(std::string_view sql,
                                                           std::span<const SqlValue> params) {
   IDEM_RETURN_IF_ERROR(CheckOpen("running SQL"));
   IDEM_ASSIGN_OR_RETURN(Statement stmt, lease_->Prepare(sql));
+  if (EndsTransaction(stmt.get())) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the SQL would begin, commit or roll back the transaction itself; the store does that "
+        "(use Savepoint/RollbackToSavepoint for partial undo) (in: {})",
+        sql));
+  }
   const int count = sqlite3_bind_parameter_count(stmt.get());
   for (int i = 1; i <= count; ++i) {
     const size_t n = DollarIndex(sqlite3_bind_parameter_name(stmt.get(), i));
