@@ -42,6 +42,10 @@ struct StoreOptions {
   // How long a call waits for a lock held by another connection or process before it reports
   // Unavailable. Default 5 s.
   Millis lock_timeout = 5s;
+  // PostgreSQL only: the longest one statement of a transaction may run, and the longest a
+  // transaction may sit idle between statements, before the server cancels it (Unavailable), so a
+  // stuck effect cannot hold a key forever. Default 30 s.
+  Millis statement_timeout = 30s;
   // Most connections the store opens at once. Default 8.
   int max_connections = 8;
   // SQLite only. true (default): synchronous=FULL, a commit survives power loss. false:

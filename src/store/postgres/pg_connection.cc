@@ -1,0 +1,168 @@
+#include "store/postgres/pg_connection.h"
+
+#include <fmt/format.h>
+
+#include "common/status_macros.h"
+#include "store/postgres/pg_error.h"
+
+namespace idem::postgres {
+namespace {
+
+// Statements kept prepared per connection; past this, further distinct SQL runs unnamed, so a
+// caller generating endless distinct SQL cannot grow the server's memory without bound.
+constexpr size_t kMaxPrepared = 256;
+
+void IgnoreNotice(void*, const char*) {}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& conninfo,
+                                                                     std::string_view target,
+                                                                     const std::string& session_sql,
+                                                                     int connect_timeout_s) {
+  // Entries before the expanded "dbname" are defaults the conninfo may override.
+  const std::string timeout = std::to_string(connect_timeout_s);
+  const char* const keys[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
+  const char* const values[] = {timeout.c_str(), "idem", conninfo.c_str(), nullptr};
+  PGconn* conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+  if (conn == nullptr) return absl::ResourceExhaustedError("libpq could not allocate a connection");
+  if (PQstatus(conn) != CONNECTION_OK) {
+    absl::Status status = StatusFromConnectFailure(PQerrorMessage(conn), target);
+    PQfinish(conn);
+    return status;
+  }
+  // Notices ("relation already exists, skipping") are not errors; keep them off stderr.
+  PQsetNoticeProcessor(conn, &IgnoreNotice, nullptr);
+  std::unique_ptr<PgConnection> connection(new PgConnection(conn));
+  if (!session_sql.empty()) {
+    Result result(PQexec(conn, session_sql.c_str()));
+    absl::Status status = StatusFromResult(result.get(), conn, "session settings");
+    if (!status.ok()) return status;
+  }
+  return connection;
+}
+
+PgConnection::~PgConnection() { PQfinish(conn_); }
+
+PgConnection::Prepared PgConnection::NameFor(const std::string& cache_key) {
+  if (auto it = prepared_.find(cache_key); it != prepared_.end()) {
+    return {cache_key, it->second, true};
+  }
+  if (prepared_.size() >= kMaxPrepared) return {};
+  return {cache_key, fmt::format("idem_{}", next_name_++), false};
+}
+
+absl::Status PgConnection::Failed(const PGresult* result, absl::Status status) {
+  const char* sqlstate = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+  if (result == nullptr || PQstatus(conn_) != CONNECTION_OK ||
+      (sqlstate != nullptr && IsConnectionLoss(sqlstate))) {
+    broken_ = true;
+    lost_ = true;
+  }
+  return status;
+}
+
+absl::StatusOr<Result> PgConnection::Run(std::string_view sql, std::span<const SqlValue> params,
+                                         std::string_view what) {
+  last_used_ = std::chrono::steady_clock::now();
+  IDEM_ASSIGN_OR_RETURN(EncodedParams encoded, EncodeParams(params));
+  const std::string text(sql);
+  const Prepared prepared = NameFor(text + '\x1f' + encoded.signature);
+  return deferred_.empty() ? RunDirect(text, encoded, prepared, what)
+                           : RunPipelined(text, encoded, prepared, what);
+}
+
+absl::StatusOr<Result> PgConnection::RunDirect(const std::string& sql,
+                                               const EncodedParams& params,
+                                               const Prepared& prepared, std::string_view what) {
+  if (prepared.name.empty()) {
+    Result result(PQexecParams(conn_, sql.c_str(), params.count(), params.types.data(),
+                               params.values.data(), params.lengths.data(),
+                               params.formats.data(), 0));
+    absl::Status status = StatusFromResult(result.get(), conn_, what);
+    if (!status.ok()) return Failed(result.get(), std::move(status));
+    return result;
+  }
+  if (!prepared.ready) {
+    Result done(PQprepare(conn_, prepared.name.c_str(), sql.c_str(), params.count(),
+                          params.types.data()));
+    absl::Status status = StatusFromResult(done.get(), conn_, what);
+    if (!status.ok()) return Failed(done.get(), std::move(status));
+    prepared_.emplace(prepared.key, prepared.name);
+  }
+  Result result(PQexecPrepared(conn_, prepared.name.c_str(), params.count(),
+                               params.values.data(), params.lengths.data(),
+                               params.formats.data(), 0));
+  absl::Status status = StatusFromResult(result.get(), conn_, what);
+  if (!status.ok()) return Failed(result.get(), std::move(status));
+  return result;
+}
+
+absl::StatusOr<Result> PgConnection::RunPipelined(const std::string& sql,
+                                                  const EncodedParams& params,
+                                                  const Prepared& prepared,
+                                                  std::string_view what) {
+  std::vector<std::string> deferred = std::move(deferred_);
+  deferred_.clear();
+  const bool prepare = !prepared.name.empty() && !prepared.ready;
+  bool sent = PQenterPipelineMode(conn_) == 1;
+  for (const std::string& statement : deferred) {
+    sent = sent && PQsendQueryParams(conn_, statement.c_str(), 0, nullptr, nullptr, nullptr,
+                                     nullptr, 0) == 1;
+  }
+  if (prepare) {
+    sent = sent && PQsendPrepare(conn_, prepared.name.c_str(), sql.c_str(), params.count(),
+                                 params.types.data()) == 1;
+  }
+  if (prepared.name.empty()) {
+    sent = sent && PQsendQueryParams(conn_, sql.c_str(), params.count(), params.types.data(),
+                                     params.values.data(), params.lengths.data(),
+                                     params.formats.data(), 0) == 1;
+  } else {
+    sent = sent && PQsendQueryPrepared(conn_, prepared.name.c_str(), params.count(),
+                                       params.values.data(), params.lengths.data(),
+                                       params.formats.data(), 0) == 1;
+  }
+  sent = sent && PQpipelineSync(conn_) == 1;
+  if (!sent) return Failed(nullptr, StatusFromResult(nullptr, conn_, what));
+
+  // Each command's results end with a null; the sync's result ends the pipeline.
+  const size_t commands = deferred.size() + (prepare ? 1 : 0) + 1;
+  std::vector<Result> results(commands);
+  size_t index = 0;
+  while (index <= commands) {
+    PGresult* raw = PQgetResult(conn_);
+    if (raw == nullptr) {
+      if (PQstatus(conn_) != CONNECTION_OK) break;
+      ++index;
+      continue;
+    }
+    if (PQresultStatus(raw) == PGRES_PIPELINE_SYNC) {
+      PQclear(raw);
+      break;
+    }
+    if (index < commands && !results[index]) {
+      results[index].reset(raw);
+    } else {
+      PQclear(raw);
+    }
+  }
+  if (PQexitPipelineMode(conn_) != 1) broken_ = true;
+  for (size_t i = 0; i < commands; ++i) {
+    const bool last = i + 1 == commands;
+    const std::string label =
+        last ? std::string(what) : fmt::format("{} (before it: {})", what,
+                                               i < deferred.size() ? deferred[i] : "prepare");
+    absl::Status status = StatusFromResult(results[i].get(), conn_, label);
+    if (!status.ok()) return Failed(results[i].get(), std::move(status));
+    if (prepare && i == deferred.size()) prepared_.emplace(prepared.key, prepared.name);
+  }
+  return std::move(results.back());
+}
+
+bool PgConnection::Ping() {
+  Result result(PQexec(conn_, ""));
+  return result != nullptr && PQresultStatus(result.get()) == PGRES_EMPTY_QUERY;
+}
+
+}  // namespace idem::postgres

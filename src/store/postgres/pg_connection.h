@@ -1,0 +1,96 @@
+// One libpq connection: statements prepared once per connection and reused, and statements that
+// carry no answer of their own (BEGIN, SET LOCAL, SAVEPOINT) sent in the same round trip as the
+// next statement (libpq pipeline mode).
+//
+// Thread-safety: a PgConnection is used by one thread at a time (the pool hands it out).
+#ifndef IDEM_STORE_POSTGRES_PG_CONNECTION_H_
+#define IDEM_STORE_POSTGRES_PG_CONNECTION_H_
+
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "idem/transaction.h"
+#include "store/postgres/pg_values.h"
+
+namespace idem::postgres {
+
+struct ResultDeleter {
+  void operator()(PGresult* result) const { PQclear(result); }
+};
+using Result = std::unique_ptr<PGresult, ResultDeleter>;
+
+class PgConnection final {
+ public:
+  // Connects with `conninfo` (URI or key=value; connect_timeout_s applies unless the conninfo
+  // sets its own), then runs `session_sql` (may be empty). `target` names the server in
+  // messages (no password). Errors: as StatusFromConnectFailure; InvalidArgument when the
+  // server rejects a setting.
+  static absl::StatusOr<std::unique_ptr<PgConnection>> Connect(const std::string& conninfo,
+                                                               std::string_view target,
+                                                               const std::string& session_sql,
+                                                               int connect_timeout_s);
+  PgConnection(const PgConnection&) = delete;
+  PgConnection& operator=(const PgConnection&) = delete;
+  ~PgConnection();
+
+  PGconn* raw() const { return conn_; }
+
+  // true once the connection was lost or left in an unknown state: it must not be reused.
+  bool broken() const { return broken_ || PQstatus(conn_) != CONNECTION_OK; }
+  // true when the last failure was a lost connection (others in the pool are likely dead too).
+  bool lost() const { return lost_; }
+  void MarkBroken() { broken_ = true; }
+
+  // Queues a parameterless statement to go out just before the next Run, in one round trip.
+  void Defer(std::string sql) { deferred_.push_back(std::move(sql)); }
+  void DropDeferred() { deferred_.clear(); }
+  bool has_deferred() const { return !deferred_.empty(); }
+
+  // Runs the deferred statements, then `sql` with `params` ($1..$N), prepared on first use and
+  // reused after. Returns the result of `sql` (text format). Errors: the first failing
+  // statement's, mapped by StatusFromResult; `what` names the operation in messages.
+  absl::StatusOr<Result> Run(std::string_view sql, std::span<const SqlValue> params,
+                             std::string_view what);
+
+  // Returns true when the server answers an empty query: the health check of an idle connection.
+  bool Ping();
+
+  std::chrono::steady_clock::time_point last_used() const { return last_used_; }
+
+ private:
+  explicit PgConnection(PGconn* conn) : conn_(conn) {}
+
+  // The name `sql` is prepared under on this connection, or empty to run it unnamed.
+  struct Prepared {
+    std::string key;   // sql + parameter signature
+    std::string name;  // empty: run unnamed
+    bool ready = false;
+  };
+  Prepared NameFor(const std::string& cache_key);
+  absl::StatusOr<Result> RunDirect(const std::string& sql, const EncodedParams& params,
+                                   const Prepared& prepared, std::string_view what);
+  absl::StatusOr<Result> RunPipelined(const std::string& sql, const EncodedParams& params,
+                                      const Prepared& prepared, std::string_view what);
+  // Returns `status` after noting a lost connection, if `result` shows one.
+  absl::Status Failed(const PGresult* result, absl::Status status);
+
+  PGconn* conn_;
+  bool broken_ = false;
+  bool lost_ = false;
+  std::vector<std::string> deferred_;
+  std::unordered_map<std::string, std::string> prepared_;  // sql + signature → name
+  int next_name_ = 0;
+  std::chrono::steady_clock::time_point last_used_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace idem::postgres
+
+#endif  // IDEM_STORE_POSTGRES_PG_CONNECTION_H_

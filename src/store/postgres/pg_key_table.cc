@@ -1,0 +1,255 @@
+#include "store/postgres/pg_key_table.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "common/status_macros.h"
+
+namespace idem::postgres {
+namespace {
+
+#define IDEM_PG_KEY_COLUMNS                                                              \
+  " tenant, key, fingerprint, state, fence, owner, lease_until_ms, status, headers, body, " \
+  "created_ms, updated_ms, expires_ms "
+
+// A claim that found the row changing under it this many times in a row reports Unavailable.
+constexpr int kMaxClaimRounds = 16;
+
+int64_t Int(const PGresult* result, int row, int column) {
+  return std::strtoll(PQgetvalue(result, row, column), nullptr, 10);
+}
+
+KeyRecord ReadRecord(const PGresult* result, int row) {
+  KeyRecord record;
+  record.scope.tenant = PQgetvalue(result, row, 0);
+  record.scope.key = PQgetvalue(result, row, 1);
+  record.fingerprint = PQgetvalue(result, row, 2);
+  record.state = static_cast<KeyState>(Int(result, row, 3));
+  record.fence = Int(result, row, 4);
+  record.owner = PQgetvalue(result, row, 5);
+  record.lease_until_ms = Int(result, row, 6);
+  record.response.status = static_cast<int>(Int(result, row, 7));
+  record.response.headers = DecodeHeaders(DecodeBytea(result, row, 8));
+  record.response.body = DecodeBytea(result, row, 9);
+  record.created_ms = Int(result, row, 10);
+  record.updated_ms = Int(result, row, 11);
+  record.expires_ms = Int(result, row, 12);
+  return record;
+}
+
+std::optional<KeyRecord> FirstRecord(const Result& result) {
+  if (PQntuples(result.get()) == 0) return std::nullopt;
+  return ReadRecord(result.get(), 0);
+}
+
+int64_t RowsChanged(const Result& result) {
+  return std::strtoll(PQcmdTuples(result.get()), nullptr, 10);
+}
+
+std::string_view StateText(KeyState state) {
+  switch (state) {
+    case KeyState::kInProgress: return "in_progress";
+    case KeyState::kCompleted: return "completed";
+    case KeyState::kFailedFinal: return "failed_final";
+  }
+  return "unknown";
+}
+
+std::string What(std::string_view operation, const Scope& scope) {
+  return fmt::format("{} of key '{}' (tenant '{}')", operation, scope.key, scope.tenant);
+}
+
+absl::StatusOr<std::optional<KeyRecord>> InsertClaim(PgConnection& conn, const ClaimParams& p) {
+  const SqlValue params[] = {p.scope.tenant, p.scope.key, p.fingerprint, p.owner,
+                             p.now_ms,       p.lease_until_ms, p.expires_ms};
+  IDEM_ASSIGN_OR_RETURN(
+      Result result,
+      conn.Run("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
+               "lease_until_ms, created_ms, updated_ms, expires_ms) "
+               "VALUES ($1, $2, $3, 1, 1, $4, $6, $5, $5, $7) "
+               "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_PG_KEY_COLUMNS,
+               params, What("claim", p.scope)));
+  return FirstRecord(result);
+}
+
+absl::StatusOr<std::optional<KeyRecord>> SelectAny(PgConnection& conn, const Scope& scope) {
+  const SqlValue params[] = {scope.tenant, scope.key};
+  IDEM_ASSIGN_OR_RETURN(Result result,
+                        conn.Run("SELECT" IDEM_PG_KEY_COLUMNS "FROM idem_keys "
+                                 "WHERE tenant = $1 AND key = $2",
+                                 params, What("read", scope)));
+  return FirstRecord(result);
+}
+
+// Replaces an expired record that still has `expected_fence`, carrying the fence on (+1).
+absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(PgConnection& conn, const ClaimParams& p,
+                                                        int64_t expected_fence) {
+  const SqlValue params[] = {p.scope.tenant, p.scope.key,  p.fingerprint, p.owner,
+                             p.now_ms,       p.lease_until_ms, p.expires_ms, expected_fence};
+  IDEM_ASSIGN_OR_RETURN(
+      Result result,
+      conn.Run("UPDATE idem_keys SET fingerprint = $3, state = 1, fence = fence + 1, owner = $4, "
+               "lease_until_ms = $6, status = 0, headers = '', body = '', created_ms = $5, "
+               "updated_ms = $5, expires_ms = $7 "
+               "WHERE tenant = $1 AND key = $2 AND fence = $8 AND expires_ms <= $5 "
+               "RETURNING" IDEM_PG_KEY_COLUMNS,
+               params, What("claim (replacing an expired record)", p.scope)));
+  return FirstRecord(result);
+}
+
+}  // namespace
+
+absl::StatusOr<ClaimResult> ClaimKey(PgConnection& conn, const ClaimParams& p,
+                                     bool take_over_lapsed) {
+  for (int round = 0; round < kMaxClaimRounds; ++round) {
+    IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> won, InsertClaim(conn, p));
+    if (won.has_value()) return ClaimResult{true, *std::move(won)};
+    // A committed row blocked the INSERT; READ COMMITTED lets this statement see it.
+    IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectAny(conn, p.scope));
+    if (!live.has_value()) continue;  // deleted (Release, sweeper) since: insert again
+    if (live->expires_ms <= p.now_ms) {
+      IDEM_ASSIGN_OR_RETURN(won, ReplaceExpired(conn, p, live->fence));
+      if (won.has_value()) return ClaimResult{true, *std::move(won)};
+      continue;  // someone else replaced or deleted it first
+    }
+    if (take_over_lapsed && live->state == KeyState::kInProgress &&
+        live->lease_until_ms <= p.now_ms) {
+      IDEM_ASSIGN_OR_RETURN(won, TakeOverLapsed(conn, p, live->fence));
+      if (won.has_value()) return ClaimResult{true, *std::move(won)};
+      continue;
+    }
+    return ClaimResult{false, *std::move(live)};
+  }
+  return absl::UnavailableError(fmt::format(
+      "claim of key '{}' (tenant '{}'): the record changed under {} attempts in a row; retry",
+      p.scope.key, p.scope.tenant, kMaxClaimRounds));
+}
+
+absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(PgConnection& conn, const ClaimParams& p,
+                                                        int64_t expected_fence) {
+  const SqlValue params[] = {p.scope.tenant, p.scope.key, p.owner, p.now_ms, p.lease_until_ms,
+                             expected_fence};
+  IDEM_ASSIGN_OR_RETURN(
+      Result result,
+      conn.Run("UPDATE idem_keys SET fence = fence + 1, owner = $3, lease_until_ms = $5, "
+               "updated_ms = $4, expires_ms = GREATEST(expires_ms, $5) "
+               "WHERE tenant = $1 AND key = $2 AND fence = $6 AND state = 1 "
+               "AND lease_until_ms <= $4 AND expires_ms > $4 RETURNING" IDEM_PG_KEY_COLUMNS,
+               params, What("takeover", p.scope)));
+  return FirstRecord(result);
+}
+
+absl::StatusOr<std::optional<KeyRecord>> SelectLive(PgConnection& conn, const Scope& scope,
+                                                    int64_t now_ms) {
+  const SqlValue params[] = {scope.tenant, scope.key, now_ms};
+  IDEM_ASSIGN_OR_RETURN(Result result,
+                        conn.Run("SELECT" IDEM_PG_KEY_COLUMNS "FROM idem_keys "
+                                 "WHERE tenant = $1 AND key = $2 AND expires_ms > $3",
+                                 params, What("read", scope)));
+  return FirstRecord(result);
+}
+
+absl::StatusOr<int64_t> ExtendLease(PgConnection& conn, const Scope& scope, int64_t fence,
+                                    int64_t now_ms, int64_t lease_until_ms) {
+  const SqlValue params[] = {scope.tenant, scope.key, fence, now_ms, lease_until_ms};
+  IDEM_ASSIGN_OR_RETURN(
+      Result result,
+      conn.Run("UPDATE idem_keys SET lease_until_ms = $5, updated_ms = $4, "
+               "expires_ms = GREATEST(expires_ms, $5) WHERE tenant = $1 AND key = $2 "
+               "AND fence = $3 AND state = 1 AND expires_ms > $4",
+               params, What("heartbeat", scope)));
+  return RowsChanged(result);
+}
+
+absl::StatusOr<int64_t> RecordOutcome(PgConnection& conn, const Scope& scope, int64_t fence,
+                                      KeyState state, const StoredResponse& response,
+                                      int64_t now_ms, int64_t expires_ms) {
+  const SqlValue params[] = {scope.tenant,
+                             scope.key,
+                             fence,
+                             now_ms,
+                             int64_t{static_cast<int>(state)},
+                             int64_t{response.status},
+                             Blob{EncodeHeaders(response.headers)},
+                             Blob{response.body},
+                             expires_ms};
+  IDEM_ASSIGN_OR_RETURN(
+      Result result,
+      conn.Run("UPDATE idem_keys SET state = $5, status = $6, headers = $7, body = $8, "
+               "updated_ms = $4, expires_ms = $9 WHERE tenant = $1 AND key = $2 AND fence = $3 "
+               "AND state = 1 AND expires_ms > $4",
+               params, What("outcome", scope)));
+  return RowsChanged(result);
+}
+
+absl::StatusOr<int64_t> DeleteClaim(PgConnection& conn, const Scope& scope, int64_t fence,
+                                    int64_t now_ms) {
+  const SqlValue params[] = {scope.tenant, scope.key, fence, now_ms};
+  IDEM_ASSIGN_OR_RETURN(Result result,
+                        conn.Run("DELETE FROM idem_keys WHERE tenant = $1 AND key = $2 AND "
+                                 "fence = $3 AND state = 1 AND expires_ms > $4",
+                                 params, What("release", scope)));
+  return RowsChanged(result);
+}
+
+absl::StatusOr<int64_t> DeleteExpired(PgConnection& conn, int64_t now_ms, int64_t max_rows) {
+  const SqlValue params[] = {now_ms, max_rows};
+  IDEM_ASSIGN_OR_RETURN(
+      Result result,
+      conn.Run("DELETE FROM idem_keys WHERE (tenant, key) IN (SELECT tenant, key FROM idem_keys "
+               "WHERE expires_ms <= $1 AND (state <> 1 OR lease_until_ms <= $1) LIMIT $2)",
+               params, "sweep of expired keys"));
+  return RowsChanged(result);
+}
+
+absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fence,
+                             int64_t now_ms, std::string_view operation) {
+  IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(conn, scope, now_ms));
+  if (!live.has_value()) {
+    return absl::AbortedError(fmt::format(
+        "{} with fence {}: key '{}' of tenant '{}' is no longer held (absent or expired); the "
+        "claim was lost: do not record an outcome",
+        operation, fence, scope.key, scope.tenant));
+  }
+  return absl::AbortedError(fmt::format(
+      "{} with fence {}: key '{}' of tenant '{}' is now {} with fence {} (owner '{}'); the claim "
+      "was taken over or finished: do not record an outcome",
+      operation, fence, scope.key, scope.tenant, StateText(live->state), live->fence,
+      live->owner));
+}
+
+std::string EncodeHeaders(const std::vector<Header>& headers) {
+  std::string out;
+  auto put = [&out](std::string_view text) {
+    const auto n = static_cast<uint32_t>(text.size());
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(n >> shift));
+    out.append(text);
+  };
+  for (const Header& header : headers) {
+    put(header.name);
+    put(header.value);
+  }
+  return out;
+}
+
+std::vector<Header> DecodeHeaders(std::string_view bytes) {
+  std::vector<Header> out;
+  auto take = [&bytes](std::string& into) {
+    if (bytes.size() < 4) return false;
+    uint32_t n = 0;
+    for (int i = 0; i < 4; ++i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+    bytes.remove_prefix(4);
+    if (bytes.size() < n) return false;
+    into.assign(bytes.substr(0, n));
+    bytes.remove_prefix(n);
+    return true;
+  };
+  Header header;
+  while (take(header.name) && take(header.value)) out.push_back(header);
+  return out;
+}
+
+#undef IDEM_PG_KEY_COLUMNS
+
+}  // namespace idem::postgres

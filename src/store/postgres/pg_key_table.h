@@ -1,0 +1,64 @@
+// The statements on idem_keys that both modes of the PostgreSQL store share. Each runs on the
+// connection it is given: in autocommit (lease mode) or inside the caller's transaction.
+#ifndef IDEM_STORE_POSTGRES_PG_KEY_TABLE_H_
+#define IDEM_STORE_POSTGRES_PG_KEY_TABLE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "idem/record.h"
+#include "idem/store.h"
+#include "store/postgres/pg_connection.h"
+
+namespace idem::postgres {
+
+struct ClaimParams {
+  Scope scope;
+  std::string fingerprint;
+  std::string owner;
+  int64_t now_ms = 0;
+  int64_t lease_until_ms = 0;
+  int64_t expires_ms = 0;
+};
+
+// Claims the key: INSERT … ON CONFLICT DO NOTHING; when a row is there, reads it: an expired one
+// is replaced (fence + 1), a lapsed in_progress one is taken over when `take_over_lapsed`, a
+// vanished one (deleted meanwhile) is inserted again, a live one is returned unclaimed. Inside a
+// transaction (READ COMMITTED) the INSERT waits for a concurrent claimer's commit or rollback.
+// Errors: as PgConnection::Run; Unavailable when the row kept changing under it.
+absl::StatusOr<ClaimResult> ClaimKey(PgConnection& conn, const ClaimParams& p,
+                                     bool take_over_lapsed);
+
+// The in_progress record with `expected_fence` and a lapsed lease, taken over (fence + 1, the new
+// owner and lease), or nullopt when the fence moved or the lease is live.
+absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(PgConnection& conn, const ClaimParams& p,
+                                                        int64_t expected_fence);
+
+// The live (unexpired) record of the scope, or nullopt.
+absl::StatusOr<std::optional<KeyRecord>> SelectLive(PgConnection& conn, const Scope& scope,
+                                                    int64_t now_ms);
+
+// Each returns the number of rows changed (0: the record is not in_progress with `fence`).
+absl::StatusOr<int64_t> ExtendLease(PgConnection& conn, const Scope& scope, int64_t fence,
+                                    int64_t now_ms, int64_t lease_until_ms);
+absl::StatusOr<int64_t> RecordOutcome(PgConnection& conn, const Scope& scope, int64_t fence,
+                                      KeyState state, const StoredResponse& response,
+                                      int64_t now_ms, int64_t expires_ms);
+absl::StatusOr<int64_t> DeleteClaim(PgConnection& conn, const Scope& scope, int64_t fence,
+                                    int64_t now_ms);
+absl::StatusOr<int64_t> DeleteExpired(PgConnection& conn, int64_t now_ms, int64_t max_rows);
+
+// The Aborted error for a fenced write that changed nothing, naming who holds the key now.
+absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fence,
+                             int64_t now_ms, std::string_view operation);
+
+// The replayable headers ⇄ the bytes of the headers column.
+std::string EncodeHeaders(const std::vector<Header>& headers);
+std::vector<Header> DecodeHeaders(std::string_view bytes);
+
+}  // namespace idem::postgres
+
+#endif  // IDEM_STORE_POSTGRES_PG_KEY_TABLE_H_

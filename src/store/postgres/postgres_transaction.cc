@@ -1,0 +1,164 @@
+#include "store/postgres/postgres_transaction.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cstdlib>
+
+#include "common/status_macros.h"
+#include "store/postgres/pg_error.h"
+#include "store/postgres/pg_key_table.h"
+
+namespace idem::postgres {
+namespace {
+
+// How long a claim made in a transaction holds should its transaction ever commit it unfinished
+// (the guard never does): the default lease of lease mode.
+constexpr Millis kTransactionLease = ClaimRequest{}.lease;
+
+absl::Status CheckSavepointName(std::string_view name) {
+  const bool ok = !name.empty() && name.size() <= 63 &&
+                  (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                  });
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(fmt::format(
+      "savepoint name '{}' is not a plain identifier: use 1-63 letters, digits and underscores, "
+      "not starting with a digit",
+      name));
+}
+
+}  // namespace
+
+PostgresTransaction::PostgresTransaction(PooledConnection conn, const StoreOptions& options,
+                                         Clock& clock)
+    : conn_(std::move(conn)), options_(options), clock_(clock) {
+  PgConnection& c = **conn_;
+  c.Defer("BEGIN");
+  c.Defer(fmt::format("SET LOCAL statement_timeout = {}", options_.statement_timeout.count()));
+  c.Defer(fmt::format("SET LOCAL lock_timeout = {}", options_.lock_timeout.count()));
+}
+
+PostgresTransaction::~PostgresTransaction() { Rollback().IgnoreError(); }
+
+absl::StatusOr<PgConnection*> PostgresTransaction::Open(bool sending) {
+  if (!conn_.has_value()) {
+    return absl::FailedPreconditionError(
+        "the transaction already ended (committed or rolled back): Begin() a new one");
+  }
+  sent_ = sent_ || sending;
+  return &**conn_;
+}
+
+absl::StatusOr<Result> PostgresTransaction::Run(std::string_view sql,
+                                                std::span<const SqlValue> params,
+                                                std::string_view what) {
+  IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
+  return conn->Run(sql, params, what);
+}
+
+absl::StatusOr<std::vector<SqlRow>> PostgresTransaction::Query(std::string_view sql,
+                                                               std::span<const SqlValue> params) {
+  IDEM_ASSIGN_OR_RETURN(Result result, Run(sql, params, "query"));
+  return DecodeRows(result.get());
+}
+
+absl::StatusOr<int64_t> PostgresTransaction::Execute(std::string_view sql,
+                                                     std::span<const SqlValue> params) {
+  IDEM_ASSIGN_OR_RETURN(Result result, Run(sql, params, "statement"));
+  return std::strtoll(PQcmdTuples(result.get()), nullptr, 10);
+}
+
+void* PostgresTransaction::native_handle() {
+  if (!conn_.has_value()) return nullptr;
+  PgConnection& conn = **conn_;
+  if (conn.has_deferred()) {
+    // The caller's statements must land inside the transaction: send BEGIN now. A failure shows
+    // on the caller's next statement and at Commit.
+    sent_ = true;
+    conn.Run("SELECT 1", {}, "starting the transaction").IgnoreError();
+  }
+  return conn.raw();
+}
+
+absl::StatusOr<ClaimResult> PostgresTransaction::Claim(const Scope& scope,
+                                                       std::string_view fingerprint,
+                                                       std::string_view owner) {
+  IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
+  const int64_t now = clock_.NowMillis();
+  ClaimParams p{scope,
+                std::string(fingerprint),
+                std::string(owner),
+                now,
+                now + kTransactionLease.count(),
+                now + std::max(options_.retention, kTransactionLease).count()};
+  return ClaimKey(*conn, p, /*take_over_lapsed=*/true);
+}
+
+absl::Status PostgresTransaction::Finish(const Scope& scope, int64_t fence, KeyState state,
+                                         const StoredResponse& response) {
+  if (state == KeyState::kInProgress) {
+    return absl::InvalidArgumentError(
+        "Finish records a final state: pass kCompleted or kFailedFinal");
+  }
+  IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
+  const int64_t now = clock_.NowMillis();
+  IDEM_ASSIGN_OR_RETURN(int64_t changed, RecordOutcome(*conn, scope, fence, state, response, now,
+                                                       now + options_.retention.count()));
+  if (changed == 1) return absl::OkStatus();
+  return StaleFenceError(*conn, scope, fence, now, "outcome");
+}
+
+absl::Status PostgresTransaction::Savepoint(std::string_view name) {
+  IDEM_RETURN_IF_ERROR(CheckSavepointName(name));
+  IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open(/*sending=*/false));
+  conn->Defer(fmt::format("SAVEPOINT {}", name));
+  return absl::OkStatus();
+}
+
+absl::Status PostgresTransaction::RollbackToSavepoint(std::string_view name) {
+  IDEM_RETURN_IF_ERROR(CheckSavepointName(name));
+  // Sent at once: it is what makes a failed transaction usable again.
+  return Run(fmt::format("ROLLBACK TO SAVEPOINT {}", name), {}, "rollback to savepoint").status();
+}
+
+absl::Status PostgresTransaction::ReleaseSavepoint(std::string_view name) {
+  IDEM_RETURN_IF_ERROR(CheckSavepointName(name));
+  IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open(/*sending=*/false));
+  conn->Defer(fmt::format("RELEASE SAVEPOINT {}", name));
+  return absl::OkStatus();
+}
+
+absl::Status PostgresTransaction::Commit() {
+  if (conn_.has_value() && !sent_) return Rollback();  // nothing was written: nothing to send
+  IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
+  absl::StatusOr<Result> result = conn->Run("COMMIT", {}, "commit");
+  absl::Status status = result.status();
+  if (result.ok() && std::string_view(PQcmdStatus(result->get())) != "COMMIT") {
+    // The server answers COMMIT of a failed transaction with ROLLBACK.
+    status = absl::FailedPreconditionError(
+        "commit: a statement of the transaction had failed, so PostgreSQL rolled it back; "
+        "nothing was committed");
+  }
+  if (!status.ok()) {
+    Rollback().IgnoreError();
+    return status;
+  }
+  conn_.reset();
+  return absl::OkStatus();
+}
+
+absl::Status PostgresTransaction::Rollback() {
+  if (!conn_.has_value()) return absl::OkStatus();
+  PgConnection& conn = **conn_;
+  conn.DropDeferred();
+  if (sent_ && !conn.broken()) {
+    Result result(PQexec(conn.raw(), "ROLLBACK"));
+    if (result == nullptr || PQresultStatus(result.get()) != PGRES_COMMAND_OK) conn.MarkBroken();
+  }
+  conn_.reset();  // back to the pool (closed instead if it is broken)
+  return absl::OkStatus();
+}
+
+}  // namespace idem::postgres

@@ -1,0 +1,58 @@
+// Transaction mode of the PostgreSQL store: one pooled connection, READ COMMITTED, holding the
+// key's claim beside the caller's writes.
+//
+// BEGIN and the per-transaction timeouts (SET LOCAL statement_timeout, lock_timeout) and each
+// SAVEPOINT / RELEASE SAVEPOINT are not sent on their own: they go out in the same round trip as
+// the next statement (libpq pipeline mode).
+//
+// Thread-safety: belongs to one thread.
+#ifndef IDEM_STORE_POSTGRES_POSTGRES_TRANSACTION_H_
+#define IDEM_STORE_POSTGRES_POSTGRES_TRANSACTION_H_
+
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "idem/store.h"
+#include "store/postgres/pg_pool.h"
+
+namespace idem::postgres {
+
+class PostgresTransaction final : public StoreTransaction {
+ public:
+  PostgresTransaction(PooledConnection conn, const StoreOptions& options, Clock& clock);
+  ~PostgresTransaction() override;
+
+  absl::StatusOr<std::vector<SqlRow>> Query(std::string_view sql,
+                                            std::span<const SqlValue> params) override;
+  absl::StatusOr<int64_t> Execute(std::string_view sql, std::span<const SqlValue> params) override;
+  // The PGconn* with this transaction already begun; null once it ended.
+  void* native_handle() override;
+
+  absl::StatusOr<ClaimResult> Claim(const Scope& scope, std::string_view fingerprint,
+                                    std::string_view owner) override;
+  absl::Status Finish(const Scope& scope, int64_t fence, KeyState state,
+                      const StoredResponse& response) override;
+  absl::Status Savepoint(std::string_view name) override;
+  absl::Status RollbackToSavepoint(std::string_view name) override;
+  absl::Status ReleaseSavepoint(std::string_view name) override;
+  absl::Status Commit() override;
+  absl::Status Rollback() override;
+
+ private:
+  // The connection, once the transaction is known to be open; FailedPrecondition after it ended.
+  // `sending`: the caller is about to send a statement (so BEGIN goes out with it).
+  absl::StatusOr<PgConnection*> Open(bool sending = true);
+  absl::StatusOr<Result> Run(std::string_view sql, std::span<const SqlValue> params,
+                             std::string_view what);
+
+  std::optional<PooledConnection> conn_;  // empty once committed or rolled back
+  StoreOptions options_;
+  Clock& clock_;
+  bool sent_ = false;  // BEGIN has gone to the server
+};
+
+}  // namespace idem::postgres
+
+#endif  // IDEM_STORE_POSTGRES_POSTGRES_TRANSACTION_H_

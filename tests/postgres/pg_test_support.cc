@@ -1,0 +1,86 @@
+#include "pg_test_support.h"
+
+#include <fmt/format.h>
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
+namespace idem::pgtest {
+namespace {
+
+struct ConnCloser {
+  void operator()(PGconn* conn) const { PQfinish(conn); }
+};
+struct ResultCloser {
+  void operator()(PGresult* result) const { PQclear(result); }
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> ServerUri() {
+  const std::string path = std::string(IDEM_PG_FIXTURE_DIR) + "/uri";
+  std::ifstream in(path);
+  std::string uri;
+  if (!in || !std::getline(in, uri) || uri.empty()) {
+    return absl::FailedPreconditionError(fmt::format(
+        "{} is missing: the PostgreSQL fixture did not start (run the test through ctest, which "
+        "runs postgres_fixture_start first, or scripts/pg-fixture.sh start {})",
+        path, IDEM_PG_FIXTURE_DIR));
+  }
+  return uri;
+}
+
+std::string UriWithSchema(std::string_view uri, std::string_view schema) {
+  const char separator = uri.find('?') == std::string_view::npos ? '?' : '&';
+  return fmt::format("{}{}options=-csearch_path%3D{}", uri, separator, schema);
+}
+
+absl::StatusOr<std::vector<std::vector<std::string>>> AdminQuery(std::string_view schema,
+                                                                 std::string_view sql) {
+  absl::StatusOr<std::string> uri = ServerUri();
+  if (!uri.ok()) return uri.status();
+  const std::string target = schema.empty() ? *uri : UriWithSchema(*uri, schema);
+  std::unique_ptr<PGconn, ConnCloser> conn(PQconnectdb(target.c_str()));
+  if (PQstatus(conn.get()) != CONNECTION_OK) {
+    return absl::UnavailableError(fmt::format("admin connection: {}", PQerrorMessage(conn.get())));
+  }
+  std::unique_ptr<PGresult, ResultCloser> result(PQexec(conn.get(), std::string(sql).c_str()));
+  const ExecStatusType status = PQresultStatus(result.get());
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+    return absl::InternalError(
+        fmt::format("admin query '{}': {}", sql, PQresultErrorMessage(result.get())));
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (int r = 0; r < PQntuples(result.get()); ++r) {
+    auto& row = rows.emplace_back();
+    for (int c = 0; c < PQnfields(result.get()); ++c) {
+      row.push_back(PQgetisnull(result.get(), r, c) ? "<null>" : PQgetvalue(result.get(), r, c));
+    }
+  }
+  return rows;
+}
+
+absl::StatusOr<std::string> CreateFreshSchema() {
+  static std::atomic<int> counter{0};
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  const std::string schema = fmt::format("t_{}_{}_{}", getpid(), now % 1'000'000'000, ++counter);
+  absl::StatusOr<std::vector<std::vector<std::string>>> done =
+      AdminQuery("", fmt::format("CREATE SCHEMA {}", schema));
+  if (!done.ok()) return done.status();
+  return schema;
+}
+
+absl::Status RestartServer() {
+  const std::string command =
+      fmt::format("'{}' restart '{}'", IDEM_PG_FIXTURE_SCRIPT, IDEM_PG_FIXTURE_DIR);
+  const int rc = std::system(command.c_str());
+  if (rc != 0) return absl::InternalError(fmt::format("'{}' exited with {}", command, rc));
+  return absl::OkStatus();
+}
+
+}  // namespace idem::pgtest

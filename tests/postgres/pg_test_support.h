@@ -1,0 +1,33 @@
+// Helpers for tests against the fixture's PostgreSQL server (tests/postgres/CMakeLists.txt).
+#ifndef IDEM_TESTS_POSTGRES_PG_TEST_SUPPORT_H_
+#define IDEM_TESTS_POSTGRES_PG_TEST_SUPPORT_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace idem::pgtest {
+
+// The URI of the fixture's server (superuser "postgres", database "postgres").
+// Errors: FailedPrecondition naming the missing file when the fixture did not start.
+absl::StatusOr<std::string> ServerUri();
+
+// Creates an empty schema no other test uses and returns its name.
+absl::StatusOr<std::string> CreateFreshSchema();
+
+// `uri` with search_path set to `schema` (libpq's options parameter): the store's tables go there.
+std::string UriWithSchema(std::string_view uri, std::string_view schema);
+
+// Runs `sql` (one or more statements) on the server with search_path `schema` (empty: default)
+// and returns the last statement's rows as text (NULL as "<null>").
+absl::StatusOr<std::vector<std::vector<std::string>>> AdminQuery(std::string_view schema,
+                                                                 std::string_view sql);
+
+// Restarts the server (pg_ctl restart -m fast) and returns once it accepts connections again.
+absl::Status RestartServer();
+
+}  // namespace idem::pgtest
+
+#endif  // IDEM_TESTS_POSTGRES_PG_TEST_SUPPORT_H_

@@ -1,0 +1,167 @@
+// Opening the PostgreSQL store: migrations, and every kind of bad input named clearly.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "idem/postgres_store.h"
+#include "idem/store.h"
+#include "pg_test_support.h"
+
+namespace idem {
+namespace {
+
+using pgtest::AdminQuery;
+
+class PostgresOpen : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::string> uri = pgtest::ServerUri();
+    ASSERT_TRUE(uri.ok()) << uri.status();
+    server_ = *uri;
+    absl::StatusOr<std::string> schema = pgtest::CreateFreshSchema();
+    ASSERT_TRUE(schema.ok()) << schema.status();
+    schema_ = *schema;
+    uri_ = pgtest::UriWithSchema(server_, schema_);
+  }
+
+  // The server's URI with `userinfo` and `database` replaced.
+  std::string ServerWith(std::string_view userinfo, std::string_view database) const {
+    const size_t at = server_.find('@');
+    const size_t slash = server_.rfind('/');
+    return fmt::format("postgresql://{}@{}/{}", userinfo, server_.substr(at + 1, slash - at - 1),
+                       database);
+  }
+
+  std::vector<std::vector<std::string>> Rows(std::string_view sql) {
+    auto rows = AdminQuery(schema_, sql);
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    return rows.ok() ? *rows : std::vector<std::vector<std::string>>{};
+  }
+
+  std::string server_;
+  std::string schema_;
+  std::string uri_;
+};
+
+TEST_F(PostgresOpen, FreshSchemaIsMigratedToTheNewestVersion) {
+  ASSERT_TRUE(OpenStore(uri_).ok());
+  EXPECT_EQ(Rows("SELECT version, name FROM idem_schema_migrations"),
+            (std::vector<std::vector<std::string>>{{"1", "0001_create_idem_keys.sql"}}));
+  EXPECT_EQ(Rows("SELECT count(*) FROM idem_keys"), (std::vector<std::vector<std::string>>{{"0"}}));
+}
+
+TEST_F(PostgresOpen, BothUriSchemesOpen) {
+  std::string short_scheme = uri_;
+  short_scheme.replace(0, std::string_view("postgresql").size(), "postgres");
+  EXPECT_TRUE(OpenStore(short_scheme).ok());
+}
+
+TEST_F(PostgresOpen, ReopeningAppliesNothingTwice) {
+  ASSERT_TRUE(OpenStore(uri_).ok());
+  ASSERT_TRUE(OpenStore(uri_).ok());
+  EXPECT_EQ(Rows("SELECT count(*) FROM idem_schema_migrations"),
+            (std::vector<std::vector<std::string>>{{"1"}}));
+}
+
+TEST_F(PostgresOpen, ManyProcessesOpeningAtOnceMigrateOnce) {
+  constexpr int kOpeners = 8;
+  std::vector<absl::Status> results(kOpeners);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kOpeners; ++i) {
+    threads.emplace_back([&, i] { results[i] = OpenStore(uri_).status(); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& status : results) EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(Rows("SELECT count(*) FROM idem_schema_migrations"),
+            (std::vector<std::vector<std::string>>{{"1"}}));
+}
+
+TEST_F(PostgresOpen, MalformedUriIsInvalidArgument) {
+  absl::Status status = OpenStore("postgresql://user@127.0.0.1:5432/db?no_such_option=1").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("no_such_option"), absl::string_view::npos) << status;
+}
+
+TEST_F(PostgresOpen, NonNumericPortIsInvalidArgument) {
+  absl::Status status = OpenStore("postgresql://user@127.0.0.1:port/db").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+}
+
+TEST_F(PostgresOpen, UnreachableServerIsUnavailable) {
+  // Port 1 on loopback: nothing listens there, the connection is refused at once.
+  absl::Status status = OpenStore("postgresql://postgres@127.0.0.1:1/postgres").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find("127.0.0.1:1"), absl::string_view::npos) << status;
+}
+
+TEST_F(PostgresOpen, WrongPasswordIsUnauthenticatedAndNotEchoed) {
+  absl::Status status = OpenStore(ServerWith("idem_password:wrong-password", "postgres")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated) << status;
+  EXPECT_NE(status.message().find("password authentication failed"), absl::string_view::npos);
+  EXPECT_EQ(status.message().find("wrong-password"), absl::string_view::npos) << status;
+}
+
+TEST_F(PostgresOpen, RightPasswordOpens) {
+  ASSERT_TRUE(AdminQuery("", fmt::format("GRANT ALL ON SCHEMA {} TO idem_password", schema_)).ok());
+  std::string uri = pgtest::UriWithSchema(ServerWith("idem_password:right-password", "postgres"),
+                                          schema_);
+  absl::Status status = OpenStore(uri).status();
+  EXPECT_TRUE(status.ok()) << status;
+}
+
+TEST_F(PostgresOpen, UnknownRoleIsPermissionDenied) {
+  absl::Status status = OpenStore(ServerWith("no_such_role", "postgres")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied) << status;
+}
+
+TEST_F(PostgresOpen, UnknownDatabaseIsNotFound) {
+  absl::Status status = OpenStore(ServerWith("postgres", "no_such_database")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  EXPECT_NE(status.message().find("no_such_database"), absl::string_view::npos) << status;
+}
+
+TEST_F(PostgresOpen, SchemaOfNewerIdemIsFailedPrecondition) {
+  ASSERT_TRUE(OpenStore(uri_).ok());
+  Rows("INSERT INTO idem_schema_migrations VALUES (99, '0099_future.sql', 'x', 0)");
+  absl::Status status = OpenStore(uri_).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find("newer than this idem"), absl::string_view::npos) << status;
+}
+
+TEST_F(PostgresOpen, SchemaOfAnotherIdemBuildIsFailedPrecondition) {
+  ASSERT_TRUE(OpenStore(uri_).ok());
+  Rows("UPDATE idem_schema_migrations SET checksum = 'other' WHERE version = 1");
+  absl::Status status = OpenStore(uri_).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find("differs"), absl::string_view::npos) << status;
+}
+
+TEST_F(PostgresOpen, ForeignIdemKeysTableIsFailedPrecondition) {
+  Rows("CREATE TABLE idem_keys (id integer)");
+  absl::Status status = OpenStore(uri_).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find("not idem's"), absl::string_view::npos) << status;
+}
+
+TEST_F(PostgresOpen, FailedMigrationLeavesNothingBehind) {
+  // The migration's CREATE TABLE succeeds, then its CREATE INDEX collides with this index name:
+  // the whole migration, and the migrations table, must be rolled back.
+  Rows("CREATE TABLE other (x integer); CREATE INDEX idem_keys_expires ON other (x)");
+  absl::Status status = OpenStore(uri_).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find("nothing of it was applied"), absl::string_view::npos) << status;
+  EXPECT_EQ(Rows("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+                 "current_schema() AND table_name LIKE 'idem%'"),
+            (std::vector<std::vector<std::string>>{{"0"}}));
+}
+
+TEST_F(PostgresOpen, ZeroMaxConnectionsIsInvalidArgument) {
+  StoreOptions options;
+  options.max_connections = 0;
+  EXPECT_EQ(OpenStore(uri_, options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace idem
