@@ -117,6 +117,27 @@ TEST_F(SqliteStoreTest, OpenAppliesEveryMigrationOnceAndReopenKeepsData) {
             std::to_string(sqlite::LatestSchemaVersion()));
 }
 
+TEST_F(SqliteStoreTest, IdemDatabaseOfAnOlderSchemaIsMigratedAtOpen) {
+  ASSERT_EQ(RawDb(path_).Exec("CREATE TABLE idem_schema_migrations (version INTEGER PRIMARY KEY, "
+                              "name TEXT NOT NULL, applied INTEGER NOT NULL)"),
+            SQLITE_OK);
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  IDEM_ASSERT_OK(store->Claim(MakeClaim(MakeScope("k1"))).status());
+  EXPECT_EQ(RawDb(path_).Text("SELECT max(version) FROM idem_schema_migrations"),
+            std::to_string(sqlite::LatestSchemaVersion()));
+}
+
+TEST_F(SqliteStoreTest, FailedMigrationAppliesNothing) {
+  RawDb raw(path_);
+  ASSERT_EQ(raw.Exec("CREATE TABLE idem_schema_migrations (version INTEGER PRIMARY KEY, "
+                     "name TEXT NOT NULL, applied INTEGER NOT NULL)"),
+            SQLITE_OK);
+  ASSERT_EQ(raw.Exec("CREATE TABLE idem_keys (x)"), SQLITE_OK);  // migration 1 cannot create it
+  EXPECT_EQ(CodeOf(Open()), StatusCode::kInternal);
+  EXPECT_EQ(raw.Text("SELECT count(*) FROM idem_schema_migrations"), "0");
+  EXPECT_EQ(raw.Text("SELECT count(*) FROM sqlite_schema WHERE name = 'idem_keys_expires'"), "0");
+}
+
 TEST_F(SqliteStoreTest, NewerSchemaIsFailedPreconditionNamingBothVersions) {
   { IDEM_ASSERT_OK(Open().status()); }
   ASSERT_EQ(RawDb(path_).Exec("INSERT INTO idem_schema_migrations VALUES (999, 'future', 0)"),

@@ -185,7 +185,6 @@ void RaceTwoTransactions(Store& store, bool first_commits) {
     second_claim = (*tx)->Claim(scope, kFingerprint, "second");
     second_returned_before_first_ended = !first_ending.load();
     if (second_claim.ok() && second_claim->claimed) {
-      second_claim.value().record.response = SampleResponse(200);
       (*tx)->Finish(scope, second_claim->record.fence, KeyState::kCompleted, SampleResponse(200))
           .IgnoreError();
     }
