@@ -1,8 +1,232 @@
+// `idem call URL`: a curl-like client that retries safely (docs/idem-call.md).
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/call_http.h"
+#include "cli/call_options.h"
 #include "cli/commands.h"
+#include "idem/retry/circuit_breaker.h"
+#include "idem/retry/deadline.h"
+#include "idem/retry/duration.h"
+#include "idem/retry/retrier.h"
+#include "idem/retry/retry_after.h"
+#include "idem/retry/retry_budget.h"
 
 namespace idem::cli {
-void AddCallCommand(CLI::App& app, int& exit_code) {
-  auto* call = app.add_subcommand("call", "Send an HTTP request, retrying it safely (not built yet)");
-  call->callback([&exit_code] { exit_code = 1; });
+namespace {
+
+using retry::AttemptResult;
+using retry::StopReason;
+using Kind = AttemptResult::Kind;
+
+// Exit codes: a contract (docs/idem-call.md); never renumber.
+constexpr int kExitOk = 0;
+constexpr int kExitHttpError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitConnect = 3;
+constexpr int kExitDeadline = 4;
+constexpr int kExitStopped = 5;
+
+constexpr const char* kFooter = R"(Exit status:
+  0  the final answer was 1xx, 2xx or 3xx
+  1  the final answer was 4xx or 5xx (after any retries)
+  2  usage error: bad flag, duration, count, header, URL, or https:// (not supported)
+  3  no answer: host not found, connection refused or broken (after any retries)
+  4  deadline exceeded: --deadline passed, or the last attempt ran out of --timeout
+  5  a retryable failure was not retried: the server sent Idem-Retry: never, the retry budget
+     or circuit breaker stopped it, Retry-After asked for more than --max-retry-after, or the
+     request is a POST/PATCH without a key (--no-key)
+
+The same Idempotency-Key is sent on every attempt; POST and PATCH get a generated UUIDv7 key
+unless --key or --no-key is given. Each attempt carries Idem-Deadline-Ms, the milliseconds it
+has left. Durations: 250ms, 2s, 1m30s, 1h; 0 means none.
+
+Examples:
+  idem call http://127.0.0.1:8080/orders -d '{"sku":42}' -H 'Content-Type: application/json'
+  idem call -v --retries 5 --backoff decorrelated --deadline 10s http://127.0.0.1:8080/health)";
+
+int ExitCodeFor(const retry::RetryOutcome& o) {
+  switch (o.reason) {
+    case StopReason::kSucceeded: return kExitOk;
+    case StopReason::kFinalAnswer: return kExitHttpError;
+    case StopReason::kDeadline: return kExitDeadline;
+    case StopReason::kAttemptsExhausted:
+      if (o.last.kind == Kind::kResponse) return kExitHttpError;
+      return o.last.kind == Kind::kTimedOut ? kExitDeadline : kExitConnect;
+    case StopReason::kRetry:  // not a stop; cannot happen
+    case StopReason::kDoNotRetry:
+    case StopReason::kUnsafe:
+    case StopReason::kRetryAfterTooLong:
+    case StopReason::kBudget:
+    case StopReason::kCircuitOpen: return kExitStopped;
+  }
+  return kExitStopped;
 }
+
+std::string Describe(const AttemptResult& r, const HttpExchange& x) {
+  if (r.kind == Kind::kNotSent) return "not sent";
+  if (r.kind != Kind::kResponse) return x.error;
+  return fmt::format("{} {}", x.response.status, x.response.reason);
+}
+
+void PrintResponse(const HttpResponse& res, bool include) {
+  if (include) {
+    std::string head = fmt::format("HTTP/1.1 {} {}\r\n", res.status, res.reason);
+    for (const auto& [name, value] : res.headers) head += fmt::format("{}: {}\r\n", name, value);
+    head += "\r\n";
+    std::fwrite(head.data(), 1, head.size(), stdout);
+  }
+  std::fwrite(res.body.data(), 1, res.body.size(), stdout);
+  std::fflush(stdout);
+}
+
+// Turns one HTTP exchange into what the retry policy reads.
+AttemptResult ToAttemptResult(const HttpExchange& x) {
+  AttemptResult r;
+  r.kind = x.kind;
+  if (x.kind != Kind::kResponse) return r;
+  r.status = x.response.status;
+  if (const std::string* v = x.response.Find(retry::kRetryControlHeader)) {
+    r.do_not_retry = retry::IsDoNotRetry(*v);
+  }
+  if (const std::string* v = x.response.Find("Retry-After")) {
+    absl::StatusOr<Millis> after = retry::ParseRetryAfter(*v, SystemClock().NowMillis());
+    if (after.ok()) r.retry_after = *after;  // an unreadable Retry-After is ignored
+  }
+  return r;
+}
+
+struct Guards {
+  std::unique_ptr<retry::RetryBudget> budget;
+  std::unique_ptr<retry::CircuitBreaker> breaker;
+};
+
+absl::StatusOr<Guards> MakeGuards(const CallPlan& plan) {
+  Guards g;
+  absl::StatusOr<std::unique_ptr<retry::RetryBudget>> budget = retry::RetryBudget::Create(
+      {plan.budget_ratio, plan.budget_floor, Millis(10'000)}, SystemClock());
+  if (!budget.ok()) return budget.status();
+  g.budget = std::move(*budget);
+  if (plan.breaker_failures > 0) {
+    retry::CircuitBreakerOptions o;
+    o.mode = retry::CircuitBreakerOptions::Mode::kConsecutiveFailures;
+    o.consecutive_failures = plan.breaker_failures;
+    absl::StatusOr<std::unique_ptr<retry::CircuitBreaker>> breaker =
+        retry::CircuitBreaker::Create(o, SystemClock());
+    if (!breaker.ok()) return breaker.status();
+    g.breaker = std::move(*breaker);
+  }
+  return g;
+}
+
+void Verbose(const CallPlan& plan, const retry::AttemptReport& r, const HttpExchange& x) {
+  const int max = plan.policy.max_attempts;
+  std::string line = fmt::format("idem call: attempt {}/{}: {} {}", r.attempt, max,
+                                 plan.request.method, plan.url);
+  if (plan.key) line += fmt::format(" [Idempotency-Key {}]", QuoteKey(*plan.key));
+  line += fmt::format(" -> {} in {}", Describe(r.result, x), retry::FormatDuration(r.took));
+  if (r.decision.retry()) {
+    line += fmt::format("; retrying in {} ({} backoff{})", retry::FormatDuration(r.decision.delay),
+                        retry::JitterName(plan.backoff.jitter),
+                        r.result.retry_after ? ", Retry-After honoured" : "");
+  } else {
+    line += fmt::format("; stop: {}", retry::StopReasonText(r.decision.reason));
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+int RunCall(const CallPlan& plan) {
+  absl::StatusOr<Guards> guards = MakeGuards(plan);
+  absl::StatusOr<retry::RetryPolicy> policy = retry::RetryPolicy::Create(plan.policy);
+  absl::StatusOr<retry::Backoff> backoff = retry::Backoff::Create(plan.backoff, plan.seed);
+  for (const absl::Status& s : {guards.status(), policy.status(), backoff.status()}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "idem call: %s\n", std::string(s.message()).c_str());
+      return kExitUsage;
+    }
+  }
+  if (plan.verbose && plan.key_generated) {
+    std::fprintf(stderr, "idem call: generated Idempotency-Key %s\n", plan.key->c_str());
+  }
+  retry::RetrierParts parts{&*policy, &*backoff, &SystemClock(), &retry::RealSleeper(),
+                            guards->budget.get(), guards->breaker.get()};
+  const retry::RequestTraits traits{plan.request.method, plan.key.has_value()};
+  HttpExchange last;
+  const retry::RetryOutcome outcome = retry::RunWithRetries(
+      parts, traits,
+      [&](const retry::AttemptContext& ctx) {
+        HttpRequest request = plan.request;
+        if (ctx.timeout.count() > 0) {
+          request.headers.emplace_back(std::string(retry::kDeadlineHeader),
+                                       retry::FormatDeadlineHeader(ctx.timeout));
+        }
+        last = SendHttp(request, ctx.timeout);
+        return ToAttemptResult(last);
+      },
+      [&](const retry::AttemptReport& r) {
+        if (plan.verbose) Verbose(plan, r, last);
+      });
+  if (outcome.last.kind == Kind::kResponse) PrintResponse(last.response, plan.include);
+  const int code = ExitCodeFor(outcome);
+  if (code != kExitOk && (outcome.last.kind != Kind::kResponse || code != kExitHttpError)) {
+    std::fprintf(stderr, "idem call: %s after %d attempt%s in %s: %s\n",
+                 outcome.last.kind == Kind::kResponse || outcome.attempts == 0
+                     ? "gave up"
+                     : Describe(outcome.last, last).c_str(),
+                 outcome.attempts, outcome.attempts == 1 ? "" : "s",
+                 retry::FormatDuration(outcome.elapsed).c_str(),
+                 std::string(retry::StopReasonText(outcome.reason)).c_str());
+  }
+  return code;
+}
+
+}  // namespace
+
+void AddCallCommand(CLI::App& app, int& exit_code) {
+  auto flags = std::make_shared<CallFlags>();
+  auto seed = std::make_shared<uint64_t>(0);
+  CLI::App* call = app.add_subcommand(
+      "call", "Send an HTTP request with an Idempotency-Key, retrying it safely");
+  call->footer(kFooter);
+  call->add_option("url", flags->url, "The http:// URL to call")->required();
+  call->add_option("-X,--request", flags->method, "HTTP method (default GET, or POST with -d)");
+  call->add_option("-H,--header", flags->headers, "Add a header 'Name: value' (repeatable)");
+  call->add_option("-d,--data", flags->data, "Send DATA as the body; @FILE reads a file, @- stdin");
+  call->add_option("--key", flags->key, "Idempotency-Key to send (default: a new UUIDv7 for "
+                                        "POST and PATCH)");
+  call->add_flag("--no-key", flags->no_key, "Send no key; POST and PATCH are then never retried");
+  call->add_option("--retries", flags->retries, "Retries after the first attempt (default 3)");
+  call->add_option("--backoff", flags->backoff,
+                   "none|full|equal|decorrelated jitter (default full)");
+  call->add_option("--base", flags->base, "First retry's backoff ceiling (default 100ms)");
+  call->add_option("--cap", flags->cap, "Longest backoff (default 20s)");
+  call->add_option("--deadline", flags->deadline, "Time for all attempts and waits (default 0: none)");
+  call->add_option("--timeout", flags->timeout, "Time for one attempt (default 30s; 0: none)");
+  call->add_option("--max-retry-after", flags->max_retry_after,
+                   "Longest Retry-After to wait for; longer stops (default 60s)");
+  call->add_option("--budget-ratio", flags->budget_ratio,
+                   "Retries allowed per request in the retry budget (default 0.1)");
+  call->add_option("--budget-floor", flags->budget_floor,
+                   "Retries per second always allowed by the budget (default 10)");
+  call->add_option("--breaker", flags->breaker_failures,
+                   "Open a circuit breaker after N failures in a row (default 0: off)");
+  auto* seed_opt = call->add_option("--seed", *seed, "Seed the backoff jitter (for reproducible "
+                                                     "runs)");
+  call->add_flag("-i,--include", flags->include, "Print the status line and headers too");
+  call->add_flag("-v,--verbose", flags->verbose, "Report every attempt on stderr");
+  call->callback([flags, seed, seed_opt, &exit_code] {
+    if (seed_opt->count() > 0) flags->seed = *seed;
+    absl::StatusOr<CallPlan> plan = MakeCallPlan(*flags);
+    if (!plan.ok()) {
+      std::fprintf(stderr, "idem call: %s\n", std::string(plan.status().message()).c_str());
+      exit_code = kExitUsage;
+      return;
+    }
+    exit_code = RunCall(*plan);
+  });
+}
+
 }  // namespace idem::cli

@@ -1,0 +1,186 @@
+#include "cli/call_options.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/status_macros.h"
+#include "idem/key.h"
+#include "idem/retry/duration.h"
+#include "idem/uuid.h"
+
+namespace idem::cli {
+namespace {
+
+absl::StatusOr<Millis> FlagDuration(std::string_view flag, const std::string& text) {
+  absl::StatusOr<Millis> d = retry::ParseDuration(text);
+  if (!d.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", flag, std::string(d.status().message())));
+  }
+  return *d;
+}
+
+bool IsTokenChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> ParseHeader(const std::string& text) {
+  const size_t colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  if (colon == std::string::npos || name.empty() ||
+      !std::all_of(name.begin(), name.end(), IsTokenChar)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "-H '{}': write a header as 'Name: value', such as -H 'Content-Type: application/json'",
+        text));
+  }
+  std::string value = text.substr(colon + 1);
+  value.erase(0, value.find_first_not_of(" \t"));
+  if (value.find_first_of("\r\n") != std::string::npos) {
+    return absl::InvalidArgumentError(fmt::format("-H '{}': a header value cannot hold a line "
+                                                  "break", name));
+  }
+  return std::make_pair(name, value);
+}
+
+absl::StatusOr<std::string> ReadData(const std::string& data) {
+  if (data.empty() || data.front() != '@') return data;
+  const std::string path = data.substr(1);
+  std::ostringstream out;
+  if (path == "-") {
+    out << std::cin.rdbuf();
+    return out.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        fmt::format("-d @{}: cannot read that file; check the path (use -d @- for stdin)", path));
+  }
+  out << in.rdbuf();
+  return out.str();
+}
+
+absl::Status CheckCounts(const CallFlags& f) {
+  if (f.retries < 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("--retries must be 0 or more, got {}", f.retries));
+  }
+  if (f.retries > 1000) {
+    return absl::InvalidArgumentError(
+        fmt::format("--retries must be at most 1000, got {}", f.retries));
+  }
+  if (f.breaker_failures < 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("--breaker must be 0 (off) or more, got {}", f.breaker_failures));
+  }
+  if (!(f.budget_ratio >= 0) || !(f.budget_floor >= 0)) {
+    return absl::InvalidArgumentError("--budget-ratio and --budget-floor must be 0 or more");
+  }
+  if (!f.key.empty() && f.no_key) {
+    return absl::InvalidArgumentError("--key and --no-key contradict each other; drop one");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FillTiming(const CallFlags& f, CallPlan& plan) {
+  IDEM_ASSIGN_OR_RETURN(plan.backoff.jitter, retry::ParseJitter(f.backoff));
+  IDEM_ASSIGN_OR_RETURN(plan.backoff.base, FlagDuration("--base", f.base));
+  IDEM_ASSIGN_OR_RETURN(plan.backoff.cap, FlagDuration("--cap", f.cap));
+  absl::Status valid = retry::ValidateBackoffOptions(plan.backoff);
+  if (!valid.ok()) return absl::InvalidArgumentError(fmt::format("--cap: {}", std::string(valid.message())));
+  plan.policy.max_attempts = f.retries + 1;
+  IDEM_ASSIGN_OR_RETURN(plan.policy.deadline, FlagDuration("--deadline", f.deadline));
+  IDEM_ASSIGN_OR_RETURN(plan.policy.attempt_timeout, FlagDuration("--timeout", f.timeout));
+  IDEM_ASSIGN_OR_RETURN(plan.policy.max_retry_after,
+                        FlagDuration("--max-retry-after", f.max_retry_after));
+  return absl::OkStatus();
+}
+
+// Takes the key from --key, from an Idempotency-Key given with -H, or makes one for POST and
+// PATCH (unless --no-key).
+absl::Status FillKey(const CallFlags& f, CallPlan& plan) {
+  auto given = std::find_if(plan.request.headers.begin(), plan.request.headers.end(),
+                            [](const auto& h) { return EqualsIgnoreCase(h.first, "Idempotency-Key"); });
+  if (given != plan.request.headers.end()) {
+    if (!f.key.empty() || f.no_key) {
+      return absl::InvalidArgumentError(
+          "-H 'Idempotency-Key: ...' already sets the key; drop --key/--no-key");
+    }
+    plan.key = given->second;
+    return absl::OkStatus();
+  }
+  if (!f.key.empty()) {
+    absl::Status valid = ValidateKey(f.key);
+    if (!valid.ok()) return absl::InvalidArgumentError(fmt::format("--key: {}", std::string(valid.message())));
+    plan.key = f.key;
+  } else if (!f.no_key && (plan.request.method == "POST" || plan.request.method == "PATCH")) {
+    plan.key = NewUuidV7();
+    plan.key_generated = true;
+  }
+  if (plan.key) plan.request.headers.emplace_back("Idempotency-Key", QuoteKey(*plan.key));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string QuoteKey(const std::string& key) {
+  std::string out = "\"";
+  for (char c : key) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+absl::StatusOr<CallPlan> MakeCallPlan(const CallFlags& f) {
+  IDEM_RETURN_IF_ERROR(CheckCounts(f));
+  CallPlan plan;
+  plan.url = f.url;
+  IDEM_ASSIGN_OR_RETURN(plan.request.target, ParseHttpUrl(f.url));
+  std::string method = f.method.empty() ? (f.data ? "POST" : "GET") : f.method;
+  std::transform(method.begin(), method.end(), method.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (!std::all_of(method.begin(), method.end(), IsTokenChar)) {
+    return absl::InvalidArgumentError(fmt::format("-X '{}' is not an HTTP method", f.method));
+  }
+  plan.request.method = method;
+  for (const std::string& h : f.headers) {
+    IDEM_ASSIGN_OR_RETURN(auto header, ParseHeader(h));
+    plan.request.headers.push_back(std::move(header));
+  }
+  if (f.data) {
+    IDEM_ASSIGN_OR_RETURN(plan.request.body, ReadData(*f.data));
+    plan.request.has_body = true;
+    const bool typed = std::any_of(plan.request.headers.begin(), plan.request.headers.end(),
+                                   [](const auto& h) { return EqualsIgnoreCase(h.first, "Content-Type"); });
+    // As curl does, -d data is a form unless a Content-Type says otherwise.
+    if (!typed) {
+      plan.request.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
+    }
+  }
+  IDEM_RETURN_IF_ERROR(FillTiming(f, plan));
+  IDEM_RETURN_IF_ERROR(FillKey(f, plan));
+  plan.budget_ratio = f.budget_ratio;
+  plan.budget_floor = f.budget_floor;
+  plan.breaker_failures = f.breaker_failures;
+  plan.seed = f.seed ? *f.seed : std::random_device{}();
+  plan.include = f.include;
+  plan.verbose = f.verbose;
+  return plan;
+}
+
+}  // namespace idem::cli

@@ -1,0 +1,67 @@
+// `idem call`'s command line, checked and turned into what one run needs (CallPlan).
+// Kept apart from the CLI11 wiring so that every rule about flags lives in one place.
+#ifndef IDEM_CLI_CALL_OPTIONS_H_
+#define IDEM_CLI_CALL_OPTIONS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cli/call_http.h"
+#include "idem/retry/backoff.h"
+#include "idem/retry/retry_policy.h"
+
+namespace idem::cli {
+
+// The flags as typed, before any checking.
+struct CallFlags {
+  std::string url;
+  std::string method;                // -X; empty: GET, or POST with -d
+  std::vector<std::string> headers;  // -H "Name: value"
+  std::optional<std::string> data;   // -d DATA, -d @file, -d @- (stdin)
+  std::string key;                   // --key
+  bool no_key = false;               // --no-key
+  int retries = 3;
+  std::string backoff = "full";
+  std::string base = "100ms";
+  std::string cap = "20s";
+  std::string deadline = "0";
+  std::string timeout = "30s";
+  std::string max_retry_after = "60s";
+  double budget_ratio = 0.1;
+  double budget_floor = 10;
+  int breaker_failures = 0;
+  std::optional<uint64_t> seed;
+  bool include = false;
+  bool verbose = false;
+};
+
+// Everything one run needs, checked.
+struct CallPlan {
+  HttpRequest request;
+  std::string url;
+  std::optional<std::string> key;  // the key text; sent on every attempt when set
+  bool key_generated = false;
+  retry::RetryPolicyOptions policy;
+  retry::BackoffOptions backoff;
+  double budget_ratio = 0.1;
+  double budget_floor = 10;
+  int breaker_failures = 0;
+  uint64_t seed = 0;
+  bool include = false;
+  bool verbose = false;
+};
+
+// Returns the plan, or InvalidArgument with a message naming the flag and what to fix (bad
+// durations, negative counts, a malformed header, an unreadable -d @file, --key with --no-key).
+absl::StatusOr<CallPlan> MakeCallPlan(const CallFlags& flags);
+
+// Returns `key` as a Structured Fields string, the Idempotency-Key form of the IETF draft:
+// abc -> "abc", with \ and " escaped.
+std::string QuoteKey(const std::string& key);
+
+}  // namespace idem::cli
+
+#endif  // IDEM_CLI_CALL_OPTIONS_H_
