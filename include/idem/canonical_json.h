@@ -34,6 +34,7 @@ struct CanonicalJsonOptions {
 // has two members with the same name, when a number does not fit a double (e.g. 1e400), when the
 // nesting is deeper than options.max_depth, or when an excluded pointer is malformed (does not
 // start with '/', has '~' not followed by 0 or 1, or is "", which would exclude everything).
+// Returns ResourceExhausted if memory runs out while parsing.
 absl::StatusOr<std::string> CanonicalizeJson(std::string_view json,
                                              const CanonicalJsonOptions& options = {});
 

@@ -254,6 +254,13 @@ TEST(CanonicalizeJson, LeavesOutValuesNamedByExcludedPointers) {
             R"({"items":[10,30],"keep":3,"meta":{"user":"u"}})");
 }
 
+TEST(CanonicalizeJson, ExcludesMembersOfObjectsInsideArrays) {
+  CanonicalJsonOptions options;
+  options.excluded_pointers = {"/items/1/note"};
+  EXPECT_EQ(Canonical(R"({"items":[{"note":"a","n":1},{"note":"b","n":2}]})", options),
+            R"({"items":[{"n":1,"note":"a"},{"n":2}]})");
+}
+
 TEST(CanonicalizeJson, ResolvesEveryPointerAgainstTheInputWhateverTheirOrder) {
   CanonicalJsonOptions forward;
   forward.excluded_pointers = {"/a/0", "/a/1"};

@@ -18,7 +18,7 @@ bool IsTokenChar(unsigned char c) {
   return std::string_view("!#$%&'*+-.^_`|~:/").find(static_cast<char>(c)) != std::string_view::npos;
 }
 
-absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
+absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentError(message); }
 
 // Describes a byte that is never allowed in a key, or returns an empty string.
 std::string ForbiddenByte(unsigned char c, std::size_t position) {
