@@ -23,9 +23,9 @@
 namespace idem {
 
 struct FingerprintInput {
-  std::string_view method;  // e.g. "POST"
-  std::string_view target;  // path and query, e.g. "/v1/charges?expand=customer"
-  std::string_view body;    // raw bytes
+  std::string_view method;      // e.g. "POST"
+  std::string_view target;      // path and query, e.g. "/v1/charges?expand=customer"
+  std::string_view body;        // raw bytes
   std::vector<Header> headers;  // the request's headers; only included_headers are read
 };
 

@@ -33,7 +33,8 @@ inline constexpr std::size_t kMaxTenantLength = 255;
 // Returns InvalidArgument, with a message that says what to fix, for: an empty value or key, a key
 // longer than kMaxKeyLength, a list (`"a", "b"`, as when the header is sent twice), parameters
 // (`"a";x=1`), a control character, a non-ASCII byte, a space inside the key, an unterminated
-// quoted string, an escape other than \" or \\, or a bare value with a character that needs quoting.
+// quoted string, an escape other than \" or \\, or a bare value with a character that needs
+// quoting.
 absl::StatusOr<std::string> ParseIdempotencyKey(std::string_view header_value);
 
 // Returns OK when `key` is 1–kMaxKeyLength visible ASCII characters (0x21–0x7E), else

@@ -91,8 +91,7 @@ Uuid UuidV7Generator::Next() {
   // high: timestamp(48) | version(4) | counter bits 41..30 (12)
   const std::uint64_t high = (millis << 16) | (std::uint64_t{7} << 12) | (counter_ >> 30);
   // low: variant 0b10 (2) | counter bits 29..0 (30) | random (32)
-  const std::uint64_t low =
-      (std::uint64_t{0b10} << 62) | ((counter_ & 0x3FFF'FFFF) << 32) | random;
+  const std::uint64_t low = (std::uint64_t{0b10} << 62) | ((counter_ & 0x3FFF'FFFF) << 32) | random;
   Uuid uuid;
   for (std::size_t i = 0; i < 8; ++i) {
     uuid.bytes[i] = static_cast<std::uint8_t>(high >> (56 - 8 * i));
