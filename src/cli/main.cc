@@ -24,7 +24,7 @@ void AddHelpCommand(CLI::App& app, int& exit_code) {
     }
     for (const CLI::App* sub : app.get_subcommands({})) {
       if (sub->get_name() == *topic) {
-        std::fputs(sub->help().c_str(), stdout);
+        std::fputs(sub->help(app.get_name()).c_str(), stdout);  // "Usage: idem SUB ..."
         exit_code = 0;
         return;
       }
