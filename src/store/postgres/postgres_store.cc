@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common/status_macros.h"
+#include "idem/key.h"
 #include "idem/postgres_store.h"
 #include "store/postgres/pg_key_table.h"
 #include "store/postgres/pg_pool.h"
@@ -17,6 +18,17 @@ namespace idem {
 namespace postgres {
 namespace {
 
+absl::Status CheckLease(Millis lease) {
+  if (lease.count() > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("a lease must be positive, got {} ms", lease.count()));
+}
+
+absl::Status CheckRequest(const ClaimRequest& request) {
+  IDEM_RETURN_IF_ERROR(ValidateScope(request.scope));
+  return CheckLease(request.lease);
+}
+
 class PostgresStore final : public Store {
  public:
   PostgresStore(std::unique_ptr<ConnectionPool> pool, const StoreOptions& options)
@@ -25,12 +37,14 @@ class PostgresStore final : public Store {
         clock_(options.clock != nullptr ? *options.clock : SystemClock()) {}
 
   absl::StatusOr<ClaimResult> Claim(const ClaimRequest& request) override {
+    IDEM_RETURN_IF_ERROR(CheckRequest(request));
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
     return ClaimKey(*conn, Params(request), /*take_over_lapsed=*/false);
   }
 
   absl::StatusOr<KeyRecord> TakeOver(const ClaimRequest& request,
                                      int64_t expected_fence) override {
+    IDEM_RETURN_IF_ERROR(CheckRequest(request));
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
     const ClaimParams p = Params(request);
     IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> won, TakeOverLapsed(*conn, p, expected_fence));
@@ -49,6 +63,8 @@ class PostgresStore final : public Store {
   }
 
   absl::Status Heartbeat(const Scope& scope, int64_t fence, Millis lease) override {
+    IDEM_RETURN_IF_ERROR(ValidateScope(scope));
+    IDEM_RETURN_IF_ERROR(CheckLease(lease));
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
     const int64_t now = clock_.NowMillis();
     IDEM_ASSIGN_OR_RETURN(int64_t changed,
@@ -68,6 +84,7 @@ class PostgresStore final : public Store {
   }
 
   absl::Status Release(const Scope& scope, int64_t fence) override {
+    IDEM_RETURN_IF_ERROR(ValidateScope(scope));
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
     const int64_t now = clock_.NowMillis();
     IDEM_ASSIGN_OR_RETURN(int64_t changed, DeleteClaim(*conn, scope, fence, now));
@@ -76,6 +93,7 @@ class PostgresStore final : public Store {
   }
 
   absl::StatusOr<KeyRecord> Get(const Scope& scope) override {
+    IDEM_RETURN_IF_ERROR(ValidateScope(scope));
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
     IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live,
                           SelectLive(*conn, scope, clock_.NowMillis()));
@@ -108,6 +126,7 @@ class PostgresStore final : public Store {
 
   absl::Status Record(const Scope& scope, int64_t fence, KeyState state,
                       const StoredResponse& response) {
+    IDEM_RETURN_IF_ERROR(ValidateScope(scope));
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
     const int64_t now = clock_.NowMillis();
     IDEM_ASSIGN_OR_RETURN(int64_t changed, RecordOutcome(*conn, scope, fence, state, response, now,

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "common/status_macros.h"
+#include "idem/key.h"
 #include "store/postgres/pg_error.h"
 #include "store/postgres/pg_key_table.h"
 
@@ -67,7 +68,11 @@ absl::StatusOr<std::vector<SqlRow>> PostgresTransaction::Query(std::string_view 
 absl::StatusOr<int64_t> PostgresTransaction::Execute(std::string_view sql,
                                                      std::span<const SqlValue> params) {
   IDEM_ASSIGN_OR_RETURN(Result result, Run(sql, params, "statement"));
-  return std::strtoll(PQcmdTuples(result.get()), nullptr, 10);
+  // Only writes change rows; a SELECT's count is of rows read.
+  const std::string_view tag = PQcmdStatus(result.get());
+  const bool write = tag.starts_with("INSERT") || tag.starts_with("UPDATE") ||
+                     tag.starts_with("DELETE") || tag.starts_with("MERGE");
+  return write ? std::strtoll(PQcmdTuples(result.get()), nullptr, 10) : 0;
 }
 
 void* PostgresTransaction::native_handle() {
@@ -85,6 +90,7 @@ void* PostgresTransaction::native_handle() {
 absl::StatusOr<ClaimResult> PostgresTransaction::Claim(const Scope& scope,
                                                        std::string_view fingerprint,
                                                        std::string_view owner) {
+  IDEM_RETURN_IF_ERROR(ValidateScope(scope));
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
   const int64_t now = clock_.NowMillis();
   ClaimParams p{scope,
@@ -102,6 +108,7 @@ absl::Status PostgresTransaction::Finish(const Scope& scope, int64_t fence, KeyS
     return absl::InvalidArgumentError(
         "Finish records a final state: pass kCompleted or kFailedFinal");
   }
+  IDEM_RETURN_IF_ERROR(ValidateScope(scope));
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
   const int64_t now = clock_.NowMillis();
   IDEM_ASSIGN_OR_RETURN(int64_t changed, RecordOutcome(*conn, scope, fence, state, response, now,
