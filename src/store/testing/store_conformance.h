@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -27,6 +28,10 @@ struct StoreFactory {
   std::function<absl::StatusOr<std::unique_ptr<Store>>(const StoreOptions& options)> open_fresh;
   std::function<absl::StatusOr<std::unique_ptr<Store>>(const StoreOptions& options)> open_again;
 };
+
+// gtest prints a parameter in each test's listed name (and CTest keeps it): print the label,
+// not the struct's bytes, so test names are short and the same on every run.
+inline void PrintTo(const StoreFactory& factory, std::ostream* os) { *os << factory.name; }
 
 inline std::string StoreFactoryName(const ::testing::TestParamInfo<StoreFactory>& info) {
   return info.param.name;
