@@ -49,9 +49,11 @@ absl::StatusOr<int64_t> BalanceOf(Transaction& tx, const std::string& account) {
   auto rows = tx.Query(kBalanceOf, params);
   if (!rows.ok()) return rows.status();
   if (rows->empty()) return 0;
-  const int64_t* balance = std::get_if<int64_t>(&rows->front().at(0));
-  if (balance == nullptr) return absl::InternalError("ledger_balances.balance is not an integer");
-  return *balance;
+  const SqlRow& row = rows->front();
+  if (row.size() != 1 || !std::holds_alternative<int64_t>(row[0])) {
+    return absl::InternalError("ledger_balances.balance is not an integer");
+  }
+  return std::get<int64_t>(row[0]);
 }
 
 // The effect run under the guard: both legs and both balances, on the guard's transaction.
@@ -168,12 +170,11 @@ absl::StatusOr<std::map<std::string, int64_t>> Ledger::Balances() {
   if (!rows.ok()) return rows.status();
   std::map<std::string, int64_t> balances;
   for (const SqlRow& row : *rows) {
-    const auto* account = std::get_if<std::string>(&row.at(0));
-    const auto* balance = std::get_if<int64_t>(&row.at(1));
-    if (account == nullptr || balance == nullptr) {
+    if (row.size() != 2 || !std::holds_alternative<std::string>(row[0]) ||
+        !std::holds_alternative<int64_t>(row[1])) {
       return absl::InternalError("ledger_balances holds a row of unexpected types");
     }
-    balances.emplace(*account, *balance);
+    balances.emplace(std::get<std::string>(row[0]), std::get<int64_t>(row[1]));
   }
   return balances;
 }
