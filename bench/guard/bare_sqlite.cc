@@ -1,6 +1,5 @@
 #include "bare_sqlite.h"
 
-#include <chrono>
 
 namespace idem::bench {
 namespace {
@@ -21,12 +20,6 @@ constexpr int64_t kRetentionMs = 24 * 3600 * 1000;
 constexpr std::string_view kTenant = "bench";
 constexpr std::string_view kHeaders = "content-type\napplication/json\n";
 constexpr std::string_view kBody = R"({"ok":true})";
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 void BindText(sqlite3_stmt* stmt, int index, std::string_view text) {
   sqlite3_bind_text(stmt, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
@@ -90,21 +83,26 @@ bool BareSqlite::Run(sqlite3_stmt* stmt) {
 bool BareSqlite::Begin() { return Run(begin_); }
 bool BareSqlite::Commit() { return Run(commit_); }
 
-bool BareSqlite::Operation(std::string_view key, std::string_view fingerprint, int64_t amount,
-                           bool with_savepoint) {
-  const int64_t now = NowMs();
+bool BareSqlite::Savepoint() { return Run(savepoint_); }
+bool BareSqlite::ReleaseSavepoint() { return Run(release_); }
+
+bool BareSqlite::Claim(std::string_view key, std::string_view fingerprint, int64_t now_ms) {
   BindText(claim_, 1, kTenant);
   BindText(claim_, 2, key);
   BindText(claim_, 3, fingerprint);
   BindText(claim_, 4, "bare-owner");
-  sqlite3_bind_int64(claim_, 5, now);
-  sqlite3_bind_int64(claim_, 6, now + kRetentionMs);
-  if (!Run(claim_) || sqlite3_changes(db_) != 1) return false;
-  if (with_savepoint && !Run(savepoint_)) return false;
+  sqlite3_bind_int64(claim_, 5, now_ms);
+  sqlite3_bind_int64(claim_, 6, now_ms + kRetentionMs);
+  return Run(claim_) && sqlite3_changes(db_) == 1;
+}
+
+bool BareSqlite::Effect(std::string_view key, int64_t amount) {
   BindText(effect_, 1, key);
   sqlite3_bind_int64(effect_, 2, amount);
-  if (!Run(effect_)) return false;
-  if (with_savepoint && !Run(release_)) return false;
+  return Run(effect_);
+}
+
+bool BareSqlite::RecordOutcome(std::string_view key, int64_t now_ms) {
   BindText(outcome_, 1, kTenant);
   BindText(outcome_, 2, key);
   sqlite3_bind_int64(outcome_, 3, 1);
@@ -112,8 +110,8 @@ bool BareSqlite::Operation(std::string_view key, std::string_view fingerprint, i
   sqlite3_bind_blob(outcome_, 5, kHeaders.data(), static_cast<int>(kHeaders.size()),
                     SQLITE_STATIC);
   sqlite3_bind_blob(outcome_, 6, kBody.data(), static_cast<int>(kBody.size()), SQLITE_STATIC);
-  sqlite3_bind_int64(outcome_, 7, now);
-  sqlite3_bind_int64(outcome_, 8, now + kRetentionMs);
+  sqlite3_bind_int64(outcome_, 7, now_ms);
+  sqlite3_bind_int64(outcome_, 8, now_ms + kRetentionMs);
   return Run(outcome_) && sqlite3_changes(db_) == 1;
 }
 
