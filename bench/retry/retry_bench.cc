@@ -56,7 +56,8 @@ BENCHMARK(BM_BreakerAcquireAndRecord);
 BENCHMARK(BM_BreakerAcquireAndRecord)->Threads(2);
 
 void BM_PolicyDecide(benchmark::State& state) {
-  const RetryPolicy policy = *RetryPolicy::Create({4, Millis(10'000), Millis(2000), Millis(60'000)});
+  const RetryPolicy policy =
+      *RetryPolicy::Create({4, Millis(10'000), Millis(2000), Millis(60'000)});
   const AttemptResult result{AttemptResult::Kind::kResponse, 503, Millis(300), false};
   for (auto _ : state) {
     benchmark::DoNotOptimize(policy.Decide({"POST", true}, result, 2, Millis(1500), Millis(200)));

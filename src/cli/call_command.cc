@@ -1,9 +1,9 @@
 // `idem call URL`: a curl-like client that retries safely (docs/idem-call.md).
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "cli/call_http.h"
 #include "cli/call_options.h"
@@ -50,9 +50,12 @@ Examples:
 
 int ExitCodeFor(const retry::RetryOutcome& o) {
   switch (o.reason) {
-    case StopReason::kSucceeded: return kExitOk;
-    case StopReason::kFinalAnswer: return kExitHttpError;
-    case StopReason::kDeadline: return kExitDeadline;
+    case StopReason::kSucceeded:
+      return kExitOk;
+    case StopReason::kFinalAnswer:
+      return kExitHttpError;
+    case StopReason::kDeadline:
+      return kExitDeadline;
     case StopReason::kAttemptsExhausted:
       if (o.last.kind == Kind::kResponse) return kExitHttpError;
       return o.last.kind == Kind::kTimedOut ? kExitDeadline : kExitConnect;
@@ -61,7 +64,8 @@ int ExitCodeFor(const retry::RetryOutcome& o) {
     case StopReason::kUnsafe:
     case StopReason::kRetryAfterTooLong:
     case StopReason::kBudget:
-    case StopReason::kCircuitOpen: return kExitStopped;
+    case StopReason::kCircuitOpen:
+      return kExitStopped;
   }
   return kExitStopped;
 }
@@ -124,8 +128,8 @@ absl::StatusOr<Guards> MakeGuards(const CallPlan& plan) {
 
 void Verbose(const CallPlan& plan, const retry::AttemptReport& r, const HttpExchange& x) {
   const int max = plan.policy.max_attempts;
-  std::string line = fmt::format("idem call: attempt {}/{}: {} {}", r.attempt, max,
-                                 plan.request.method, plan.url);
+  std::string line =
+      fmt::format("idem call: attempt {}/{}: {} {}", r.attempt, max, plan.request.method, plan.url);
   if (plan.key) line += fmt::format(" [Idempotency-Key {}]", QuoteKey(*plan.key));
   line += fmt::format(" -> {} in {}", Describe(r.result, x), retry::FormatDuration(r.took));
   if (r.decision.retry()) {
@@ -151,8 +155,12 @@ int RunCall(const CallPlan& plan) {
   if (plan.verbose && plan.key_generated) {
     std::fprintf(stderr, "idem call: generated Idempotency-Key %s\n", plan.key->c_str());
   }
-  retry::RetrierParts parts{&*policy, &*backoff, &SystemClock(), &retry::RealSleeper(),
-                            guards->budget.get(), guards->breaker.get()};
+  retry::RetrierParts parts{&*policy,
+                            &*backoff,
+                            &SystemClock(),
+                            &retry::RealSleeper(),
+                            guards->budget.get(),
+                            guards->breaker.get()};
   const retry::RequestTraits traits{plan.request.method, plan.key.has_value()};
   HttpExchange last;
   const retry::RetryOutcome outcome = retry::RunWithRetries(
@@ -195,15 +203,17 @@ void AddCallCommand(CLI::App& app, int& exit_code) {
   call->add_option("-X,--request", flags->method, "HTTP method (default GET, or POST with -d)");
   call->add_option("-H,--header", flags->headers, "Add a header 'Name: value' (repeatable)");
   call->add_option("-d,--data", flags->data, "Send DATA as the body; @FILE reads a file, @- stdin");
-  call->add_option("--key", flags->key, "Idempotency-Key to send (default: a new UUIDv7 for "
-                                        "POST and PATCH)");
+  call->add_option("--key", flags->key,
+                   "Idempotency-Key to send (default: a new UUIDv7 for "
+                   "POST and PATCH)");
   call->add_flag("--no-key", flags->no_key, "Send no key; POST and PATCH are then never retried");
   call->add_option("--retries", flags->retries, "Retries after the first attempt (default 3)");
   call->add_option("--backoff", flags->backoff,
                    "none|full|equal|decorrelated jitter (default full)");
   call->add_option("--base", flags->base, "First retry's backoff ceiling (default 100ms)");
   call->add_option("--cap", flags->cap, "Longest backoff (default 20s)");
-  call->add_option("--deadline", flags->deadline, "Time for all attempts and waits (default 0: none)");
+  call->add_option("--deadline", flags->deadline,
+                   "Time for all attempts and waits (default 0: none)");
   call->add_option("--timeout", flags->timeout, "Time for one attempt (default 30s; 0: none)");
   call->add_option("--max-retry-after", flags->max_retry_after,
                    "Longest Retry-After to wait for; longer stops (default 60s)");
@@ -213,8 +223,9 @@ void AddCallCommand(CLI::App& app, int& exit_code) {
                    "Retries per second always allowed by the budget (default 10)");
   call->add_option("--breaker", flags->breaker_failures,
                    "Open a circuit breaker after N failures in a row (default 0: off)");
-  auto* seed_opt = call->add_option("--seed", *seed, "Seed the backoff jitter (for reproducible "
-                                                     "runs)");
+  auto* seed_opt = call->add_option("--seed", *seed,
+                                    "Seed the backoff jitter (for reproducible "
+                                    "runs)");
   call->add_flag("-i,--include", flags->include, "Print the status line and headers too");
   call->add_flag("-v,--verbose", flags->verbose, "Report every attempt on stderr");
   call->callback([flags, seed, seed_opt, &exit_code] {

@@ -1,9 +1,8 @@
 #include "cli/call_http.h"
 
-#include <algorithm>
-#include <cctype>
-#include <optional>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -11,7 +10,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/url/parse.hpp>
-#include <fmt/format.h>
+#include <cctype>
+#include <optional>
 
 #include "absl/status/status.h"
 
@@ -85,16 +85,16 @@ class Exchange {
 
   void OnResolve(beast::error_code ec, tcp::resolver::results_type results) {
     if (ec) {
-      return Fail(KindOf(ec, Kind::kConnectFailed),
-                  fmt::format("could not resolve host '{}': {}", request_.target.host,
-                              ec.message()));
+      return Fail(
+          KindOf(ec, Kind::kConnectFailed),
+          fmt::format("could not resolve host '{}': {}", request_.target.host, ec.message()));
     }
     ArmStream();
     stream_.async_connect(results, [this](beast::error_code cec, const tcp::endpoint&) {
       if (cec) {
-        return Fail(KindOf(cec, Kind::kConnectFailed),
-                    fmt::format("could not connect to {}: {}", request_.target.authority,
-                                cec.message()));
+        return Fail(
+            KindOf(cec, Kind::kConnectFailed),
+            fmt::format("could not connect to {}: {}", request_.target.authority, cec.message()));
       }
       Send();
     });

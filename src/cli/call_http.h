@@ -20,9 +20,9 @@ namespace idem::cli {
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpTarget {
-  std::string host;    // name or address, without brackets
-  std::string port;    // "80" when the URL names none
-  std::string target;  // path and query, "/" at least
+  std::string host;       // name or address, without brackets
+  std::string port;       // "80" when the URL names none
+  std::string target;     // path and query, "/" at least
   std::string authority;  // for the Host header: host[:port] as written in the URL
 };
 

@@ -1,5 +1,7 @@
 #include "cli/call_options.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -7,8 +9,6 @@
 #include <iterator>
 #include <random>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "common/status_macros.h"
 #include "idem/key.h"
@@ -21,7 +21,8 @@ namespace {
 absl::StatusOr<Millis> FlagDuration(std::string_view flag, const std::string& text) {
   absl::StatusOr<Millis> d = retry::ParseDuration(text);
   if (!d.ok()) {
-    return absl::InvalidArgumentError(fmt::format("{}: {}", flag, std::string(d.status().message())));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}", flag, std::string(d.status().message())));
   }
   return *d;
 }
@@ -50,8 +51,10 @@ absl::StatusOr<std::pair<std::string, std::string>> ParseHeader(const std::strin
   std::string value = text.substr(colon + 1);
   value.erase(0, value.find_first_not_of(" \t"));
   if (value.find_first_of("\r\n") != std::string::npos) {
-    return absl::InvalidArgumentError(fmt::format("-H '{}': a header value cannot hold a line "
-                                                  "break", name));
+    return absl::InvalidArgumentError(
+        fmt::format("-H '{}': a header value cannot hold a line "
+                    "break",
+                    name));
   }
   return std::make_pair(name, value);
 }
@@ -100,7 +103,8 @@ absl::Status FillTiming(const CallFlags& f, CallPlan& plan) {
   IDEM_ASSIGN_OR_RETURN(plan.backoff.base, FlagDuration("--base", f.base));
   IDEM_ASSIGN_OR_RETURN(plan.backoff.cap, FlagDuration("--cap", f.cap));
   absl::Status valid = retry::ValidateBackoffOptions(plan.backoff);
-  if (!valid.ok()) return absl::InvalidArgumentError(fmt::format("--cap: {}", std::string(valid.message())));
+  if (!valid.ok())
+    return absl::InvalidArgumentError(fmt::format("--cap: {}", std::string(valid.message())));
   plan.policy.max_attempts = f.retries + 1;
   IDEM_ASSIGN_OR_RETURN(plan.policy.deadline, FlagDuration("--deadline", f.deadline));
   IDEM_ASSIGN_OR_RETURN(plan.policy.attempt_timeout, FlagDuration("--timeout", f.timeout));
@@ -112,8 +116,9 @@ absl::Status FillTiming(const CallFlags& f, CallPlan& plan) {
 // Takes the key from --key, from an Idempotency-Key given with -H, or makes one for POST and
 // PATCH (unless --no-key).
 absl::Status FillKey(const CallFlags& f, CallPlan& plan) {
-  auto given = std::find_if(plan.request.headers.begin(), plan.request.headers.end(),
-                            [](const auto& h) { return EqualsIgnoreCase(h.first, "Idempotency-Key"); });
+  auto given =
+      std::find_if(plan.request.headers.begin(), plan.request.headers.end(),
+                   [](const auto& h) { return EqualsIgnoreCase(h.first, "Idempotency-Key"); });
   if (given != plan.request.headers.end()) {
     if (!f.key.empty() || f.no_key) {
       return absl::InvalidArgumentError(
@@ -124,7 +129,8 @@ absl::Status FillKey(const CallFlags& f, CallPlan& plan) {
   }
   if (!f.key.empty()) {
     absl::Status valid = ValidateKey(f.key);
-    if (!valid.ok()) return absl::InvalidArgumentError(fmt::format("--key: {}", std::string(valid.message())));
+    if (!valid.ok())
+      return absl::InvalidArgumentError(fmt::format("--key: {}", std::string(valid.message())));
     plan.key = f.key;
   } else if (!f.no_key && (plan.request.method == "POST" || plan.request.method == "PATCH")) {
     plan.key = NewUuidV7();
@@ -165,8 +171,9 @@ absl::StatusOr<CallPlan> MakeCallPlan(const CallFlags& f) {
   if (f.data) {
     IDEM_ASSIGN_OR_RETURN(plan.request.body, ReadData(*f.data));
     plan.request.has_body = true;
-    const bool typed = std::any_of(plan.request.headers.begin(), plan.request.headers.end(),
-                                   [](const auto& h) { return EqualsIgnoreCase(h.first, "Content-Type"); });
+    const bool typed =
+        std::any_of(plan.request.headers.begin(), plan.request.headers.end(),
+                    [](const auto& h) { return EqualsIgnoreCase(h.first, "Content-Type"); });
     // As curl does, -d data is a form unless a Content-Type says otherwise.
     if (!typed) {
       plan.request.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");

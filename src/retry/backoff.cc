@@ -1,8 +1,8 @@
 #include "idem/retry/backoff.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace idem::retry {
 namespace {
@@ -21,16 +21,20 @@ absl::StatusOr<Jitter> ParseJitter(std::string_view name) {
   if (name == "full") return Jitter::kFull;
   if (name == "equal") return Jitter::kEqual;
   if (name == "decorrelated") return Jitter::kDecorrelated;
-  return absl::InvalidArgumentError(fmt::format(
-      "unknown backoff '{}'; choose one of none, full, equal, decorrelated", name));
+  return absl::InvalidArgumentError(
+      fmt::format("unknown backoff '{}'; choose one of none, full, equal, decorrelated", name));
 }
 
 std::string_view JitterName(Jitter jitter) {
   switch (jitter) {
-    case Jitter::kNone: return "none";
-    case Jitter::kFull: return "full";
-    case Jitter::kEqual: return "equal";
-    case Jitter::kDecorrelated: return "decorrelated";
+    case Jitter::kNone:
+      return "none";
+    case Jitter::kFull:
+      return "full";
+    case Jitter::kEqual:
+      return "equal";
+    case Jitter::kDecorrelated:
+      return "decorrelated";
   }
   return "unknown";
 }

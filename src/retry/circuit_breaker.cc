@@ -8,9 +8,12 @@ namespace idem::retry {
 
 std::string_view BreakerStateName(BreakerState state) {
   switch (state) {
-    case BreakerState::kClosed: return "closed";
-    case BreakerState::kOpen: return "open";
-    case BreakerState::kHalfOpen: return "half-open";
+    case BreakerState::kClosed:
+      return "closed";
+    case BreakerState::kOpen:
+      return "open";
+    case BreakerState::kHalfOpen:
+      return "half-open";
   }
   return "unknown";
 }

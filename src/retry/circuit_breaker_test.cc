@@ -1,9 +1,9 @@
 #include "idem/retry/circuit_breaker.h"
 
+#include <gtest/gtest.h>
+
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace idem::retry {
 namespace {

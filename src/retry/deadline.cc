@@ -1,8 +1,8 @@
 #include "idem/retry/deadline.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "absl/status/status.h"
 
@@ -17,9 +17,9 @@ absl::StatusOr<Millis> ParseDeadlineHeader(std::string_view value) {
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   if (value.empty() || value.size() > 12 ||
       value.find_first_not_of("0123456789") != std::string_view::npos) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} must be a whole number of milliseconds (at most 12 digits), got '{}'",
-        kDeadlineHeader, value));
+    return absl::InvalidArgumentError(
+        fmt::format("{} must be a whole number of milliseconds (at most 12 digits), got '{}'",
+                    kDeadlineHeader, value));
   }
   int64_t ms = 0;
   for (char c : value) ms = ms * 10 + (c - '0');

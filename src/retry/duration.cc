@@ -1,9 +1,9 @@
 #include "idem/retry/duration.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "absl/status/status.h"
 

@@ -14,6 +14,25 @@ class ThreadSleeper final : public Sleeper {
 
 Millis Since(const Clock& clock, int64_t start) { return Millis(clock.NowMillis() - start); }
 
+// Returns false when a breaker is given and refuses the attempt; else fills `permit`.
+bool Admit(CircuitBreaker* breaker, CircuitBreaker::Permit& permit) {
+  if (breaker == nullptr) return true;
+  absl::StatusOr<CircuitBreaker::Permit> acquired = breaker->Acquire();
+  if (!acquired.ok()) return false;
+  permit = *acquired;
+  return true;
+}
+
+void RecordOutcome(CircuitBreaker* breaker, const CircuitBreaker::Permit& permit,
+                   const AttemptResult& result) {
+  if (breaker == nullptr) return;
+  if (IsTransientFailure(result)) {
+    breaker->RecordFailure(permit);
+  } else {
+    breaker->RecordSuccess(permit);
+  }
+}
+
 }  // namespace
 
 Sleeper& RealSleeper() {
@@ -31,29 +50,19 @@ RetryOutcome RunWithRetries(const RetrierParts& parts, const RequestTraits& requ
     AttemptReport report;
     report.attempt = n;
     CircuitBreaker::Permit permit;
-    if (parts.breaker != nullptr) {
-      absl::StatusOr<CircuitBreaker::Permit> acquired = parts.breaker->Acquire();
-      if (!acquired.ok()) {
-        report.decision = {StopReason::kCircuitOpen, Millis(0)};
-        if (observe) observe(report);
-        outcome.reason = StopReason::kCircuitOpen;
-        if (outcome.attempts == 0) outcome.last = report.result;
-        break;
-      }
-      permit = *acquired;
+    if (!Admit(parts.breaker, permit)) {
+      report.decision = {StopReason::kCircuitOpen, Millis(0)};
+      if (observe) observe(report);
+      outcome.reason = StopReason::kCircuitOpen;
+      if (outcome.attempts == 0) outcome.last = report.result;
+      break;
     }
     const int64_t attempt_start = clock.NowMillis();
     report.result = attempt({n, parts.policy->AttemptTimeout(Since(clock, start))});
     report.took = Since(clock, attempt_start);
     outcome.attempts = n;
     outcome.last = report.result;
-    if (parts.breaker != nullptr) {
-      if (IsTransientFailure(report.result)) {
-        parts.breaker->RecordFailure(permit);
-      } else {
-        parts.breaker->RecordSuccess(permit);
-      }
-    }
+    RecordOutcome(parts.breaker, permit, report.result);
     report.decision = parts.policy->Decide(request, report.result, n, Since(clock, start),
                                            parts.backoff->NextDelay());
     if (report.decision.retry() && parts.budget != nullptr && !parts.budget->TryAcquireRetry()) {

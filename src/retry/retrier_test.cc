@@ -1,8 +1,8 @@
 #include "idem/retry/retrier.h"
 
-#include <vector>
-
 #include <gtest/gtest.h>
+
+#include <vector>
 
 namespace idem::retry {
 namespace {
@@ -46,8 +46,8 @@ class RetrierTest : public ::testing::Test {
 };
 
 TEST_F(RetrierTest, RetriesUntilSuccessWaitingTheBackoff) {
-  RetryOutcome o = Run({5, Millis(0), Millis(0), Millis(60'000)},
-                       {Answer(503), Answer(503), Answer(200)});
+  RetryOutcome o =
+      Run({5, Millis(0), Millis(0), Millis(60'000)}, {Answer(503), Answer(503), Answer(200)});
   EXPECT_EQ(o.reason, StopReason::kSucceeded);
   EXPECT_EQ(o.attempts, 3);
   EXPECT_EQ(o.last.status, 200);
@@ -65,8 +65,8 @@ TEST_F(RetrierTest, StopsAtMaxAttemptsWithTheLastAnswer) {
 }
 
 TEST_F(RetrierTest, EachAttemptGetsWhatIsLeftOfTheDeadline) {
-  RetryOutcome o = Run({10, Millis(1000), Millis(400), Millis(60'000)}, {Answer(503)},
-                       {"GET", false}, 300);
+  RetryOutcome o =
+      Run({10, Millis(1000), Millis(400), Millis(60'000)}, {Answer(503)}, {"GET", false}, 300);
   EXPECT_EQ(o.reason, StopReason::kDeadline);
   // t=0: 400; t=400 (300 + 100 wait): 400; t=900 (700 + 200 wait): 100 left.
   ASSERT_EQ(timeouts_.size(), 3u);
@@ -96,8 +96,8 @@ TEST_F(RetrierTest, OpenBreakerStopsTheLoopBeforeSending) {
 }
 
 TEST_F(RetrierTest, UnkeyedPostIsTriedOnce) {
-  RetryOutcome o = Run({5, Millis(0), Millis(0), Millis(60'000)}, {Answer(503), Answer(200)},
-                       {"POST", false});
+  RetryOutcome o =
+      Run({5, Millis(0), Millis(0), Millis(60'000)}, {Answer(503), Answer(200)}, {"POST", false});
   EXPECT_EQ(o.reason, StopReason::kUnsafe);
   EXPECT_EQ(o.attempts, 1);
 }

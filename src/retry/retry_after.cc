@@ -1,9 +1,9 @@
 #include "idem/retry/retry_after.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "absl/status/status.h"
 
@@ -73,7 +73,8 @@ struct Civil {
   int64_t year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
 };
 
-// "Sun, 06 Nov 1994 08:49:37 GMT" or "Sunday, 06-Nov-94 08:49:37 GMT" or "Sun Nov  6 08:49:37 1994".
+// "Sun, 06 Nov 1994 08:49:37 GMT" or "Sunday, 06-Nov-94 08:49:37 GMT" or "Sun Nov  6 08:49:37
+// 1994".
 std::optional<Civil> ParseForms(std::string_view text) {
   Civil c;
   {
@@ -135,8 +136,8 @@ absl::StatusOr<Millis> ParseRetryAfter(std::string_view text, int64_t now_millis
   }
   absl::StatusOr<int64_t> at = ParseHttpDate(t);
   if (!at.ok()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "Retry-After '{}' is neither delta-seconds nor an HTTP-date", text));
+    return absl::InvalidArgumentError(
+        fmt::format("Retry-After '{}' is neither delta-seconds nor an HTTP-date", text));
   }
   return Millis(*at > now_millis ? *at - now_millis : 0);
 }

@@ -15,9 +15,9 @@ TEST(ParseHttpDate, ReadsAllThreeFormsOfRfc9110) {
 }
 
 TEST(ParseHttpDate, RejectsOtherTextWithInvalidArgument) {
-  for (const char* bad : {"", "yesterday", "Sun, 06 Nov 1994 08:49:37 UTC",
-                          "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 32 Nov 1994 08:49:37 GMT",
-                          "Sun, 06 Nov 1994 25:49:37 GMT", "2024-01-01T00:00:00Z"}) {
+  for (const char* bad :
+       {"", "yesterday", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Foo 1994 08:49:37 GMT",
+        "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT", "2024-01-01T00:00:00Z"}) {
     EXPECT_EQ(ParseHttpDate(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
 }
@@ -28,13 +28,11 @@ TEST(ParseRetryAfter, DeltaSecondsBecomeMilliseconds) {
 }
 
 TEST(ParseRetryAfter, DateIsReadRelativeToNow) {
-  EXPECT_EQ(*ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", kExampleMillis - 5000),
-            Millis(5000));
+  EXPECT_EQ(*ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", kExampleMillis - 5000), Millis(5000));
 }
 
 TEST(ParseRetryAfter, DateInThePastMeansNoWait) {
-  EXPECT_EQ(*ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", kExampleMillis + 60'000),
-            Millis(0));
+  EXPECT_EQ(*ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", kExampleMillis + 60'000), Millis(0));
 }
 
 TEST(ParseRetryAfter, RejectsNegativeFractionalAndJunk) {

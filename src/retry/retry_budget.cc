@@ -11,16 +11,16 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RetryBudget>> RetryBudget::Create(
-    const RetryBudgetOptions& options, const Clock& clock) {
+absl::StatusOr<std::unique_ptr<RetryBudget>> RetryBudget::Create(const RetryBudgetOptions& options,
+                                                                 const Clock& clock) {
   if (!(options.ratio >= 0) || !(options.min_retries_per_second >= 0)) {
     return absl::InvalidArgumentError(
-        fmt::format("retry budget ratio ({}) and floor ({}/s) must not be negative",
-                    options.ratio, options.min_retries_per_second));
+        fmt::format("retry budget ratio ({}) and floor ({}/s) must not be negative", options.ratio,
+                    options.min_retries_per_second));
   }
   if (options.window < Millis(1000)) {
-    return absl::InvalidArgumentError(fmt::format(
-        "retry budget window must be at least 1s, got {} ms", options.window.count()));
+    return absl::InvalidArgumentError(
+        fmt::format("retry budget window must be at least 1s, got {} ms", options.window.count()));
   }
   const auto seconds = static_cast<int>((options.window.count() + 999) / 1000);
   return std::unique_ptr<RetryBudget>(new RetryBudget(options, clock, seconds));

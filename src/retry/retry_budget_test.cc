@@ -1,10 +1,10 @@
 #include "idem/retry/retry_budget.h"
 
+#include <gtest/gtest.h>
+
 #include <random>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace idem::retry {
 namespace {

@@ -1,10 +1,10 @@
 #include "idem/retry/retry_policy.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
-
-#include <fmt/format.h>
 
 #include "absl/status/status.h"
 
@@ -31,8 +31,8 @@ bool IsDoNotRetry(std::string_view header_value) {
 }
 
 bool IsIdempotentMethod(std::string_view method) {
-  constexpr std::array<std::string_view, 6> kIdempotent = {"GET",   "HEAD",  "OPTIONS",
-                                                           "TRACE", "PUT",   "DELETE"};
+  constexpr std::array<std::string_view, 6> kIdempotent = {"GET",   "HEAD", "OPTIONS",
+                                                           "TRACE", "PUT",  "DELETE"};
   return std::find(kIdempotent.begin(), kIdempotent.end(), method) != kIdempotent.end();
 }
 
@@ -43,27 +43,40 @@ bool IsRetryableStatus(int status) {
 
 bool IsTransientFailure(const AttemptResult& result) {
   switch (result.kind) {
-    case AttemptResult::Kind::kResponse: return IsRetryableStatus(result.status);
+    case AttemptResult::Kind::kResponse:
+      return IsRetryableStatus(result.status);
     case AttemptResult::Kind::kConnectFailed:
     case AttemptResult::Kind::kTimedOut:
-    case AttemptResult::Kind::kBroken: return true;
-    case AttemptResult::Kind::kNotSent: return false;
+    case AttemptResult::Kind::kBroken:
+      return true;
+    case AttemptResult::Kind::kNotSent:
+      return false;
   }
   return false;
 }
 
 std::string_view StopReasonText(StopReason reason) {
   switch (reason) {
-    case StopReason::kRetry: return "retrying";
-    case StopReason::kSucceeded: return "succeeded";
-    case StopReason::kFinalAnswer: return "final answer, not retryable";
-    case StopReason::kAttemptsExhausted: return "attempts exhausted";
-    case StopReason::kDeadline: return "deadline exceeded";
-    case StopReason::kDoNotRetry: return "server said Idem-Retry: never";
-    case StopReason::kUnsafe: return "not idempotent and no Idempotency-Key, so never retried";
-    case StopReason::kRetryAfterTooLong: return "Retry-After longer than allowed";
-    case StopReason::kBudget: return "retry budget spent";
-    case StopReason::kCircuitOpen: return "circuit breaker open";
+    case StopReason::kRetry:
+      return "retrying";
+    case StopReason::kSucceeded:
+      return "succeeded";
+    case StopReason::kFinalAnswer:
+      return "final answer, not retryable";
+    case StopReason::kAttemptsExhausted:
+      return "attempts exhausted";
+    case StopReason::kDeadline:
+      return "deadline exceeded";
+    case StopReason::kDoNotRetry:
+      return "server said Idem-Retry: never";
+    case StopReason::kUnsafe:
+      return "not idempotent and no Idempotency-Key, so never retried";
+    case StopReason::kRetryAfterTooLong:
+      return "Retry-After longer than allowed";
+    case StopReason::kBudget:
+      return "retry budget spent";
+    case StopReason::kCircuitOpen:
+      return "circuit breaker open";
   }
   return "unknown";
 }
@@ -75,8 +88,9 @@ absl::StatusOr<RetryPolicy> RetryPolicy::Create(const RetryPolicyOptions& option
   }
   if (options.deadline.count() < 0 || options.attempt_timeout.count() < 0 ||
       options.max_retry_after.count() < 0) {
-    return absl::InvalidArgumentError("deadline, attempt timeout and max Retry-After must not be "
-                                      "negative; use 0 for none");
+    return absl::InvalidArgumentError(
+        "deadline, attempt timeout and max Retry-After must not be "
+        "negative; use 0 for none");
   }
   return RetryPolicy(options);
 }

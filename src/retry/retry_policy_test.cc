@@ -24,8 +24,8 @@ TEST(RetryPolicy, RetriesTransientStatusesOnly) {
     EXPECT_TRUE(p.Decide(kGet, Status(s), 1, Millis(0), Millis(10)).retry()) << s;
   }
   for (int s : {400, 401, 404, 409, 422, 501, 505}) {
-    EXPECT_EQ(p.Decide(kGet, Status(s), 1, Millis(0), Millis(10)).reason,
-              StopReason::kFinalAnswer) << s;
+    EXPECT_EQ(p.Decide(kGet, Status(s), 1, Millis(0), Millis(10)).reason, StopReason::kFinalAnswer)
+        << s;
   }
   for (int s : {200, 201, 204, 301, 304}) {
     EXPECT_EQ(p.Decide(kGet, Status(s), 1, Millis(0), Millis(10)).reason, StopReason::kSucceeded);
@@ -44,9 +44,9 @@ TEST(RetryPolicy, RetriesConnectionFailuresTimeoutsAndBrokenAnswers) {
 TEST(RetryPolicy, NeverRetriesANonIdempotentMethodWithoutKey) {
   const RetryPolicy p = Policy();
   EXPECT_EQ(p.Decide(kPostBare, Status(503), 1, Millis(0), Millis(1)).reason, StopReason::kUnsafe);
-  EXPECT_EQ(p.Decide({"PATCH", false}, Failure(Kind::kConnectFailed), 1, Millis(0), Millis(1))
-                .reason,
-            StopReason::kUnsafe);
+  EXPECT_EQ(
+      p.Decide({"PATCH", false}, Failure(Kind::kConnectFailed), 1, Millis(0), Millis(1)).reason,
+      StopReason::kUnsafe);
   EXPECT_TRUE(p.Decide(kPostKeyed, Status(503), 1, Millis(0), Millis(1)).retry());
   EXPECT_TRUE(p.Decide({"PUT", false}, Status(503), 1, Millis(0), Millis(1)).retry());
   EXPECT_TRUE(p.Decide({"DELETE", false}, Status(503), 1, Millis(0), Millis(1)).retry());
@@ -83,8 +83,7 @@ TEST(RetryPolicy, RetryAfterBeyondTheBoundStops) {
 TEST(RetryPolicy, StopsWhenTheWaitWouldCrossTheDeadline) {
   const RetryPolicy p = Policy(10, 1000);
   EXPECT_TRUE(p.Decide(kGet, Status(503), 1, Millis(500), Millis(499)).retry());
-  EXPECT_EQ(p.Decide(kGet, Status(503), 1, Millis(500), Millis(500)).reason,
-            StopReason::kDeadline);
+  EXPECT_EQ(p.Decide(kGet, Status(503), 1, Millis(500), Millis(500)).reason, StopReason::kDeadline);
   EXPECT_EQ(p.Decide(kGet, Failure(Kind::kTimedOut), 1, Millis(1000), Millis(0)).reason,
             StopReason::kDeadline);
 }

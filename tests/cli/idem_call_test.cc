@@ -1,4 +1,5 @@
 // `idem call` end to end: the real binary (IDEM_BINARY) against TestHttpServer on 127.0.0.1.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "test_http_server.h"
 
@@ -86,8 +85,8 @@ TEST(IdemCall, RetriesWithTheSameGeneratedKeyUntilSuccess) {
 
 TEST(IdemCall, GivenKeyIsSentOnEveryAttempt) {
   TestHttpServer server;
-  CallRun r = Idem(Fast({"call", "--key", "order-42", "-X", "PATCH", "--retries", "2",
-                     server.Url("/flaky?fail=2")}));
+  CallRun r = Idem(Fast(
+      {"call", "--key", "order-42", "-X", "PATCH", "--retries", "2", server.Url("/flaky?fail=2")}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const auto reqs = server.requests();
   ASSERT_EQ(reqs.size(), 3u);
@@ -123,7 +122,7 @@ TEST(IdemCall, ExhaustedAttemptsEndWithTheLastHttpErrorAndExit1) {
 TEST(IdemCall, SpentRetryBudgetStopsRetries) {
   TestHttpServer server;
   CallRun r = Idem(Fast({"call", "--retries", "5", "--budget-ratio", "0", "--budget-floor", "0",
-                     server.Url("/always503")}));
+                         server.Url("/always503")}));
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_EQ(server.requests().size(), 1u);
   EXPECT_NE(r.err.find("retry budget spent"), std::string::npos) << r.err;
@@ -138,7 +137,8 @@ TEST(IdemCall, OpenCircuitBreakerStopsRetries) {
 
 TEST(IdemCall, PostWithoutKeyIsNeverRetried) {
   TestHttpServer server;
-  CallRun r = Idem(Fast({"call", "--no-key", "--retries", "5", "-d", "x", server.Url("/always503")}));
+  CallRun r =
+      Idem(Fast({"call", "--no-key", "--retries", "5", "-d", "x", server.Url("/always503")}));
   EXPECT_EQ(r.exit_code, 5) << r.err;
   const auto reqs = server.requests();
   ASSERT_EQ(reqs.size(), 1u);
@@ -155,7 +155,7 @@ TEST(IdemCall, FinalClientErrorIsNotRetriedAndExits1) {
 TEST(IdemCall, ResponseThatNeverEndsHitsTheDeadlineInTime) {
   TestHttpServer server;
   CallRun r = Idem({"call", "--retries", "10", "--base", "10ms", "--cap", "50ms", "--deadline",
-                "800ms", server.Url("/slow")});
+                    "800ms", server.Url("/slow")});
   EXPECT_EQ(r.exit_code, 4) << r.err;
   EXPECT_GE(r.took, std::chrono::milliseconds(800));
   EXPECT_LT(r.took, std::chrono::milliseconds(800 + 1500)) << "idem call overran its deadline";
@@ -199,8 +199,8 @@ TEST(IdemCall, RetryAfterBeyondTheBoundStops) {
 }
 
 TEST(IdemCall, UnreachableHostExits3AfterRetries) {
-  CallRun r = Idem(Fast({"call", "--retries", "2",
-                     "http://127.0.0.1:" + std::to_string(UnusedPort()) + "/"}));
+  CallRun r = Idem(
+      Fast({"call", "--retries", "2", "http://127.0.0.1:" + std::to_string(UnusedPort()) + "/"}));
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("could not connect"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("3 attempts"), std::string::npos) << r.err;

@@ -1,9 +1,10 @@
 #include "test_http_server.h"
 
+#include <fmt/format.h>
+
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <fmt/format.h>
 
 namespace idem::testing {
 namespace {
@@ -15,9 +16,10 @@ using tcp = asio::ip::tcp;
 
 std::string Response(int status, const std::string& reason, const std::string& extra,
                      const std::string& body) {
-  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: text/plain\r\n{}Content-Length: {}\r\n"
-                     "Connection: close\r\n\r\n{}",
-                     status, reason, extra, body.size(), body);
+  return fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: text/plain\r\n{}Content-Length: {}\r\n"
+      "Connection: close\r\n\r\n{}",
+      status, reason, extra, body.size(), body);
 }
 
 }  // namespace
@@ -54,37 +56,38 @@ void TestHttpServer::Accept() {
 void TestHttpServer::Serve(std::shared_ptr<tcp::socket> socket) {
   auto buffer = std::make_shared<beast::flat_buffer>();
   auto req = std::make_shared<http::request<http::string_body>>();
-  http::async_read(*socket, *buffer, *req, [this, socket, buffer, req](beast::error_code ec,
-                                                                       std::size_t) {
-    if (ec) return;
-    const std::string target(req->target());
-    const size_t q = target.find('?');
-    const std::string path = target.substr(0, q);
-    const std::string query = q == std::string::npos ? "" : target.substr(q + 1);
-    RecordedRequest rec{std::string(req->method_string()), target, "", false, ""};
-    if (auto it = req->find("Idempotency-Key"); it != req->end()) {
-      rec.idempotency_key = std::string(it->value());
-      rec.has_key = true;
-    }
-    if (auto it = req->find("Idem-Deadline-Ms"); it != req->end()) {
-      rec.deadline_ms = std::string(it->value());
-    }
-    std::string answer;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      requests_.push_back(rec);
-      if (path == "/slow") held_.push_back(socket);
-    }
-    answer = Answer(path, query);
-    auto out = std::make_shared<std::string>(std::move(answer));
-    const bool hold = path == "/slow";
-    asio::async_write(*socket, asio::buffer(*out), [socket, out, hold](beast::error_code, size_t) {
-      if (!hold) {
-        beast::error_code ignored;
-        socket->shutdown(tcp::socket::shutdown_send, ignored);
-      }
-    });
-  });
+  http::async_read(*socket, *buffer, *req,
+                   [this, socket, buffer, req](beast::error_code ec, std::size_t) {
+                     if (ec) return;
+                     const std::string target(req->target());
+                     const size_t q = target.find('?');
+                     const std::string path = target.substr(0, q);
+                     const std::string query = q == std::string::npos ? "" : target.substr(q + 1);
+                     RecordedRequest rec{std::string(req->method_string()), target, "", false, ""};
+                     if (auto it = req->find("Idempotency-Key"); it != req->end()) {
+                       rec.idempotency_key = std::string(it->value());
+                       rec.has_key = true;
+                     }
+                     if (auto it = req->find("Idem-Deadline-Ms"); it != req->end()) {
+                       rec.deadline_ms = std::string(it->value());
+                     }
+                     std::string answer;
+                     {
+                       std::lock_guard<std::mutex> lock(mu_);
+                       requests_.push_back(rec);
+                       if (path == "/slow") held_.push_back(socket);
+                     }
+                     answer = Answer(path, query);
+                     auto out = std::make_shared<std::string>(std::move(answer));
+                     const bool hold = path == "/slow";
+                     asio::async_write(*socket, asio::buffer(*out),
+                                       [socket, out, hold](beast::error_code, size_t) {
+                                         if (!hold) {
+                                           beast::error_code ignored;
+                                           socket->shutdown(tcp::socket::shutdown_send, ignored);
+                                         }
+                                       });
+                   });
 }
 
 std::string TestHttpServer::Answer(const std::string& path, const std::string& query) {
@@ -100,7 +103,8 @@ std::string TestHttpServer::Answer(const std::string& path, const std::string& q
     return Response(503, "Service Unavailable", "Idem-Retry: never\r\n", "down for good");
   }
   if (path == "/retry-after") {
-    if (retry_after_seen_++ == 0) return Response(503, "Service Unavailable", "Retry-After: 1\r\n", "wait");
+    if (retry_after_seen_++ == 0)
+      return Response(503, "Service Unavailable", "Retry-After: 1\r\n", "wait");
     return Response(200, "OK", "", "ok");
   }
   if (path == "/bad-request") return Response(400, "Bad Request", "", "bad");

@@ -11,14 +11,13 @@
 #ifndef IDEM_TESTS_CLI_TEST_HTTP_SERVER_H_
 #define IDEM_TESTS_CLI_TEST_HTTP_SERVER_H_
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 
 namespace idem::testing {
 
@@ -27,7 +26,7 @@ struct RecordedRequest {
   std::string target;
   std::string idempotency_key;  // empty when absent
   bool has_key = false;
-  std::string deadline_ms;      // Idem-Deadline-Ms, empty when absent
+  std::string deadline_ms;  // Idem-Deadline-Ms, empty when absent
 };
 
 class TestHttpServer final {

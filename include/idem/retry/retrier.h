@@ -41,8 +41,8 @@ class ManualSleeper final : public Sleeper {
 };
 
 struct AttemptContext {
-  int attempt = 1;     // 1-based
-  Millis timeout{0};   // the time this attempt may take; 0 = unbounded
+  int attempt = 1;    // 1-based
+  Millis timeout{0};  // the time this attempt may take; 0 = unbounded
 };
 
 // What the observer hears after every attempt.
@@ -57,7 +57,7 @@ struct RetryOutcome {
   AttemptResult last;  // the last attempt's result (kNotSent when none went out)
   int attempts = 0;    // attempts that went out
   StopReason reason = StopReason::kSucceeded;
-  Millis elapsed{0};   // from the first attempt's start to the stop
+  Millis elapsed{0};  // from the first attempt's start to the stop
 };
 
 // The parts of one retry loop. policy, backoff, clock and sleeper are required; budget and

@@ -22,9 +22,9 @@
 namespace idem::retry {
 
 struct RetryBudgetOptions {
-  double ratio = 0.1;                   // default 10 % of requests may be retried
-  double min_retries_per_second = 10;   // default 10 retries/s always allowed
-  Millis window{10'000};                // default 10 s; rounded up to whole seconds
+  double ratio = 0.1;                  // default 10 % of requests may be retried
+  double min_retries_per_second = 10;  // default 10 retries/s always allowed
+  Millis window{10'000};               // default 10 s; rounded up to whole seconds
 };
 
 class RetryBudget final {
@@ -55,7 +55,7 @@ class RetryBudget final {
   RetryBudget(const RetryBudgetOptions& options, const Clock& clock, int seconds)
       : options_(options), clock_(clock), slots_(static_cast<size_t>(seconds)) {}
 
-  Slot& CurrentSlot(int64_t second);             // REQUIRES: mu_ held
+  Slot& CurrentSlot(int64_t second);                                    // REQUIRES: mu_ held
   void Sum(int64_t second, int64_t& requests, int64_t& retries) const;  // REQUIRES: mu_ held
 
   const RetryBudgetOptions options_;

@@ -56,16 +56,16 @@ bool IsTransientFailure(const AttemptResult& result);
 
 // Why a request stopped (or kRetry: it did not).
 enum class StopReason {
-  kRetry,               // not stopped: retry after Decision::delay
-  kSucceeded,           // an answer below 400
-  kFinalAnswer,         // an answer retrying cannot change (most 4xx)
-  kAttemptsExhausted,   // max_attempts made
-  kDeadline,            // the deadline passed, or would before the next attempt could start
-  kDoNotRetry,          // the server said `Idem-Retry: never`
-  kUnsafe,              // not idempotent and no Idempotency-Key
-  kRetryAfterTooLong,   // the server asked to wait longer than max_retry_after
-  kBudget,              // the retry budget is spent
-  kCircuitOpen,         // the circuit breaker refused the attempt
+  kRetry,              // not stopped: retry after Decision::delay
+  kSucceeded,          // an answer below 400
+  kFinalAnswer,        // an answer retrying cannot change (most 4xx)
+  kAttemptsExhausted,  // max_attempts made
+  kDeadline,           // the deadline passed, or would before the next attempt could start
+  kDoNotRetry,         // the server said `Idem-Retry: never`
+  kUnsafe,             // not idempotent and no Idempotency-Key
+  kRetryAfterTooLong,  // the server asked to wait longer than max_retry_after
+  kBudget,             // the retry budget is spent
+  kCircuitOpen,        // the circuit breaker refused the attempt
 };
 
 // Returns a short lower-case phrase for `reason`, for logs and messages.
