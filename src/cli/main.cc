@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
                "idem"};
   app.set_version_flag("--version", std::string("idem ") + IDEM_VERSION);
   app.require_subcommand(1);
+  app.footer("Run 'idem help SUBCOMMAND' (or 'idem SUBCOMMAND --help') for its options, examples "
+             "and exit status.");
   int exit_code = 0;
   AddHelpCommand(app, exit_code);
   idem::cli::AddCallCommand(app, exit_code);

@@ -1,0 +1,114 @@
+// The command-line rules of `idem call` (src/cli/call_options.cc), checked without a process.
+#include "cli/call_options.h"
+
+#include <gtest/gtest.h>
+
+namespace idem::cli {
+namespace {
+
+CallFlags Flags(const std::string& url) {
+  CallFlags f;
+  f.url = url;
+  return f;
+}
+
+const std::string* Header(const CallPlan& plan, const std::string& name) {
+  for (const auto& [n, v] : plan.request.headers) {
+    if (n == name) return &v;
+  }
+  return nullptr;
+}
+
+TEST(ParseHttpUrl, SplitsHostPortAndTarget) {
+  HttpTarget t = *ParseHttpUrl("http://127.0.0.1:8080/orders?x=1");
+  EXPECT_EQ(t.host, "127.0.0.1");
+  EXPECT_EQ(t.port, "8080");
+  EXPECT_EQ(t.target, "/orders?x=1");
+  EXPECT_EQ(t.authority, "127.0.0.1:8080");
+}
+
+TEST(ParseHttpUrl, DefaultsToPort80AndRootPath) {
+  HttpTarget t = *ParseHttpUrl("http://example.test");
+  EXPECT_EQ(t.port, "80");
+  EXPECT_EQ(t.target, "/");
+}
+
+TEST(ParseHttpUrl, TakesIpv6LiteralsWithoutBrackets) {
+  HttpTarget t = *ParseHttpUrl("http://[::1]:9000/");
+  EXPECT_EQ(t.host, "::1");
+  EXPECT_EQ(t.authority, "[::1]:9000");
+}
+
+TEST(ParseHttpUrl, RejectsHttpsOtherSchemesAndNonUrls) {
+  for (const char* bad : {"https://a/", "ftp://a/", "127.0.0.1:8080/x", "not a url", "http:///x",
+                          "http://user:pw@a/"}) {
+    EXPECT_EQ(ParseHttpUrl(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_NE(ParseHttpUrl("https://a/").status().message().find("not supported"),
+            std::string_view::npos);
+}
+
+TEST(MakeCallPlan, DataMakesAPostWithAGeneratedQuotedKey) {
+  CallFlags f = Flags("http://a/");
+  f.data = "x=1";
+  CallPlan plan = *MakeCallPlan(f);
+  EXPECT_EQ(plan.request.method, "POST");
+  ASSERT_TRUE(plan.key.has_value());
+  EXPECT_TRUE(plan.key_generated);
+  EXPECT_EQ(*Header(plan, "Idempotency-Key"), "\"" + *plan.key + "\"");
+  EXPECT_EQ(*Header(plan, "Content-Type"), "application/x-www-form-urlencoded");
+}
+
+TEST(MakeCallPlan, GetAndNoKeyPostCarryNoKey) {
+  EXPECT_FALSE(MakeCallPlan(Flags("http://a/"))->key.has_value());
+  CallFlags f = Flags("http://a/");
+  f.method = "post";
+  f.no_key = true;
+  CallPlan plan = *MakeCallPlan(f);
+  EXPECT_EQ(plan.request.method, "POST");
+  EXPECT_FALSE(plan.key.has_value());
+  EXPECT_EQ(Header(plan, "Idempotency-Key"), nullptr);
+}
+
+TEST(MakeCallPlan, KeyGivenAsHeaderIsUsedAsWritten) {
+  CallFlags f = Flags("http://a/");
+  f.method = "POST";
+  f.headers = {"idempotency-key: abc"};
+  CallPlan plan = *MakeCallPlan(f);
+  EXPECT_EQ(*plan.key, "abc");
+  EXPECT_FALSE(plan.key_generated);
+  EXPECT_EQ(plan.request.headers.size(), 1u);
+}
+
+TEST(MakeCallPlan, RetriesBecomeAttemptsAndDurationsAreParsed) {
+  CallFlags f = Flags("http://a/");
+  f.retries = 0;
+  f.deadline = "1m30s";
+  f.timeout = "250ms";
+  f.backoff = "decorrelated";
+  CallPlan plan = *MakeCallPlan(f);
+  EXPECT_EQ(plan.policy.max_attempts, 1);
+  EXPECT_EQ(plan.policy.deadline, Millis(90'000));
+  EXPECT_EQ(plan.policy.attempt_timeout, Millis(250));
+  EXPECT_EQ(plan.backoff.jitter, retry::Jitter::kDecorrelated);
+}
+
+TEST(MakeCallPlan, RejectsHeaderInjectionAndBadMethods) {
+  CallFlags f = Flags("http://a/");
+  f.headers = {"X-A: 1\r\nX-B: 2"};
+  EXPECT_EQ(MakeCallPlan(f).status().code(), absl::StatusCode::kInvalidArgument);
+  f = Flags("http://a/");
+  f.method = "GET /evil";
+  EXPECT_EQ(MakeCallPlan(f).status().code(), absl::StatusCode::kInvalidArgument);
+  f = Flags("http://a/");
+  f.breaker_failures = -1;
+  EXPECT_EQ(MakeCallPlan(f).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(QuoteKey, EscapesQuoteAndBackslash) {
+  EXPECT_EQ(QuoteKey("abc"), "\"abc\"");
+  EXPECT_EQ(QuoteKey("a\"b\\c"), "\"a\\\"b\\\\c\"");
+}
+
+}  // namespace
+}  // namespace idem::cli
