@@ -142,6 +142,16 @@ void Verbose(const CallPlan& plan, const retry::AttemptReport& r, const HttpExch
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
+void ReportStop(const retry::RetryOutcome& outcome, const HttpExchange& last) {
+  const std::string what = outcome.last.kind == Kind::kResponse || outcome.attempts == 0
+                               ? std::string("gave up")
+                               : Describe(outcome.last, last);
+  std::fprintf(stderr, "idem call: %s after %d attempt%s in %s: %s\n", what.c_str(),
+               outcome.attempts, outcome.attempts == 1 ? "" : "s",
+               retry::FormatDuration(outcome.elapsed).c_str(),
+               std::string(retry::StopReasonText(outcome.reason)).c_str());
+}
+
 int RunCall(const CallPlan& plan) {
   absl::StatusOr<Guards> guards = MakeGuards(plan);
   absl::StatusOr<retry::RetryPolicy> policy = retry::RetryPolicy::Create(plan.policy);
@@ -179,16 +189,44 @@ int RunCall(const CallPlan& plan) {
       });
   if (outcome.last.kind == Kind::kResponse) PrintResponse(last.response, plan.include);
   const int code = ExitCodeFor(outcome);
+  // A final 4xx/5xx speaks for itself on stdout; every other failure is explained on stderr.
   if (code != kExitOk && (outcome.last.kind != Kind::kResponse || code != kExitHttpError)) {
-    std::fprintf(stderr, "idem call: %s after %d attempt%s in %s: %s\n",
-                 outcome.last.kind == Kind::kResponse || outcome.attempts == 0
-                     ? "gave up"
-                     : Describe(outcome.last, last).c_str(),
-                 outcome.attempts, outcome.attempts == 1 ? "" : "s",
-                 retry::FormatDuration(outcome.elapsed).c_str(),
-                 std::string(retry::StopReasonText(outcome.reason)).c_str());
+    ReportStop(outcome, last);
   }
   return code;
+}
+
+// Registers every option of `idem call` on `call`; returns the --seed option (to see if given).
+CLI::Option* AddCallFlags(CLI::App* call, CallFlags& flags, uint64_t& seed) {
+  call->footer(kFooter);
+  call->add_option("url", flags.url, "The http:// URL to call")->required();
+  call->add_option("-X,--request", flags.method, "HTTP method (default GET, or POST with -d)");
+  call->add_option("-H,--header", flags.headers, "Add a header 'Name: value' (repeatable)");
+  call->add_option("-d,--data", flags.data, "Send DATA as the body; @FILE reads a file, @- stdin");
+  call->add_option("--key", flags.key,
+                   "Idempotency-Key to send (default: a new UUIDv7 for POST and PATCH)");
+  call->add_flag("--no-key", flags.no_key, "Send no key; POST and PATCH are then never retried");
+  call->add_option("--retries", flags.retries, "Retries after the first attempt (default 3)");
+  call->add_option("--backoff", flags.backoff,
+                   "none|full|equal|decorrelated jitter (default full)");
+  call->add_option("--base", flags.base, "First retry's backoff ceiling (default 100ms)");
+  call->add_option("--cap", flags.cap, "Longest backoff (default 20s)");
+  call->add_option("--deadline", flags.deadline,
+                   "Time for all attempts and waits (default 0: none)");
+  call->add_option("--timeout", flags.timeout, "Time for one attempt (default 30s; 0: none)");
+  call->add_option("--max-retry-after", flags.max_retry_after,
+                   "Longest Retry-After to wait for; longer stops (default 60s)");
+  call->add_option("--budget-ratio", flags.budget_ratio,
+                   "Retries allowed per request in the retry budget (default 0.1)");
+  call->add_option("--budget-floor", flags.budget_floor,
+                   "Retries per second always allowed by the budget (default 10)");
+  call->add_option("--breaker", flags.breaker_failures,
+                   "Open a circuit breaker after N failures in a row (default 0: off)");
+  CLI::Option* seed_opt =
+      call->add_option("--seed", seed, "Seed the backoff jitter (for reproducible runs)");
+  call->add_flag("-i,--include", flags.include, "Print the status line and headers too");
+  call->add_flag("-v,--verbose", flags.verbose, "Report every attempt on stderr");
+  return seed_opt;
 }
 
 }  // namespace
@@ -198,36 +236,7 @@ void AddCallCommand(CLI::App& app, int& exit_code) {
   auto seed = std::make_shared<uint64_t>(0);
   CLI::App* call = app.add_subcommand(
       "call", "Send an HTTP request with an Idempotency-Key, retrying it safely");
-  call->footer(kFooter);
-  call->add_option("url", flags->url, "The http:// URL to call")->required();
-  call->add_option("-X,--request", flags->method, "HTTP method (default GET, or POST with -d)");
-  call->add_option("-H,--header", flags->headers, "Add a header 'Name: value' (repeatable)");
-  call->add_option("-d,--data", flags->data, "Send DATA as the body; @FILE reads a file, @- stdin");
-  call->add_option("--key", flags->key,
-                   "Idempotency-Key to send (default: a new UUIDv7 for "
-                   "POST and PATCH)");
-  call->add_flag("--no-key", flags->no_key, "Send no key; POST and PATCH are then never retried");
-  call->add_option("--retries", flags->retries, "Retries after the first attempt (default 3)");
-  call->add_option("--backoff", flags->backoff,
-                   "none|full|equal|decorrelated jitter (default full)");
-  call->add_option("--base", flags->base, "First retry's backoff ceiling (default 100ms)");
-  call->add_option("--cap", flags->cap, "Longest backoff (default 20s)");
-  call->add_option("--deadline", flags->deadline,
-                   "Time for all attempts and waits (default 0: none)");
-  call->add_option("--timeout", flags->timeout, "Time for one attempt (default 30s; 0: none)");
-  call->add_option("--max-retry-after", flags->max_retry_after,
-                   "Longest Retry-After to wait for; longer stops (default 60s)");
-  call->add_option("--budget-ratio", flags->budget_ratio,
-                   "Retries allowed per request in the retry budget (default 0.1)");
-  call->add_option("--budget-floor", flags->budget_floor,
-                   "Retries per second always allowed by the budget (default 10)");
-  call->add_option("--breaker", flags->breaker_failures,
-                   "Open a circuit breaker after N failures in a row (default 0: off)");
-  auto* seed_opt = call->add_option("--seed", *seed,
-                                    "Seed the backoff jitter (for reproducible "
-                                    "runs)");
-  call->add_flag("-i,--include", flags->include, "Print the status line and headers too");
-  call->add_flag("-v,--verbose", flags->verbose, "Report every attempt on stderr");
+  CLI::Option* seed_opt = AddCallFlags(call, *flags, *seed);
   call->callback([flags, seed, seed_opt, &exit_code] {
     if (seed_opt->count() > 0) flags->seed = *seed;
     absl::StatusOr<CallPlan> plan = MakeCallPlan(*flags);
