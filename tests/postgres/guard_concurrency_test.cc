@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -33,9 +34,9 @@ constexpr int kKeys = 1000;
 
 struct Child {
   pid_t pid = -1;
-  int out = -1;           // read end of its stdout
-  std::string pending;    // an incomplete last line
-  int64_t progress = 0;   // runs it reported done
+  int out = -1;          // read end of its stdout
+  std::string pending;   // an incomplete last line
+  int64_t progress = 0;  // runs it reported done
   std::map<std::string, std::string> responses;
   int64_t transient = 0;
   std::vector<std::string> errors;
@@ -83,9 +84,8 @@ std::vector<Child> RunDrivers(const std::string& uri,
                               const std::function<void(int64_t)>& on_progress) {
   std::vector<Child> children(kProcesses);
   for (int p = 0; p < kProcesses; ++p) {
-    Spawn(children[static_cast<size_t>(p)],
-          {IDEM_PG_GUARD_DRIVER, uri, std::to_string(p), std::to_string(kThreads),
-           std::to_string(kKeys), "7"});
+    Spawn(children[static_cast<size_t>(p)], {IDEM_PG_GUARD_DRIVER, uri, std::to_string(p),
+                                             std::to_string(kThreads), std::to_string(kKeys), "7"});
   }
   size_t open = children.size();
   while (open > 0) {
@@ -131,8 +131,9 @@ class GuardOnPostgres : public ::testing::Test {
     schema_ = *schema;
     uri_ = pgtest::UriWithSchema(*uri, schema_);
     ASSERT_TRUE(OpenStore(uri_).ok());
-    Admin("CREATE TABLE effects (id bigserial PRIMARY KEY, k text NOT NULL, "
-          "process integer NOT NULL, thread integer NOT NULL)");
+    Admin(
+        "CREATE TABLE effects (id bigserial PRIMARY KEY, k text NOT NULL, "
+        "process integer NOT NULL, thread integer NOT NULL)");
   }
 
   Rows Admin(std::string_view sql) {
@@ -187,6 +188,9 @@ TEST_F(GuardOnPostgres, ServerRestartMidRunIsTransientAndEveryKeyStillRunsOnce) 
   int64_t transient = 0;
   for (const Child& child : children) transient += child.transient;
   EXPECT_GT(transient, 0) << "no caller saw the restart as a transient error";
+  RecordProperty("transient_errors_retried", std::to_string(transient));
+  std::printf("transient errors seen and retried across the restart: %lld\n",
+              static_cast<long long>(transient));
   ExpectExactlyOnce(children);
   // Nothing transient was stored: no key is left in_progress (checked above: all completed),
   // and no effect exists without its key.

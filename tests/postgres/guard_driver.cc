@@ -52,7 +52,8 @@ std::string KeyName(int i) { return fmt::format("key-{:04d}", i); }
 // empty vector after printing the error.
 std::vector<std::string> RunThread(idem::Store& store, const Config& config, int thread,
                                    std::atomic<int64_t>& done, std::atomic<int64_t>& transient) {
-  idem::Guard guard(store, idem::GuardOptions{.owner = fmt::format("p{}t{}", config.process, thread)});
+  idem::Guard guard(store,
+                    idem::GuardOptions{.owner = fmt::format("p{}t{}", config.process, thread)});
   std::vector<int> order(static_cast<size_t>(config.keys));
   for (int i = 0; i < config.keys; ++i) order[static_cast<size_t>(i)] = i;
   std::mt19937 rng(config.seed + static_cast<unsigned>(config.process * 1000 + thread));

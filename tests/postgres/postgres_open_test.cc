@@ -105,8 +105,8 @@ TEST_F(PostgresOpen, WrongPasswordIsUnauthenticatedAndNotEchoed) {
 
 TEST_F(PostgresOpen, RightPasswordOpens) {
   ASSERT_TRUE(AdminQuery("", fmt::format("GRANT ALL ON SCHEMA {} TO idem_password", schema_)).ok());
-  std::string uri = pgtest::UriWithSchema(ServerWith("idem_password:right-password", "postgres"),
-                                          schema_);
+  std::string uri =
+      pgtest::UriWithSchema(ServerWith("idem_password:right-password", "postgres"), schema_);
   absl::Status status = OpenStore(uri).status();
   EXPECT_TRUE(status.ok()) << status;
 }

@@ -16,6 +16,12 @@ namespace {
 
 using Rows = std::vector<std::vector<std::string>>;
 
+#define IDEM_PG_ASSERT_OK(expr)     \
+  do {                              \
+    const absl::Status s_ = (expr); \
+    ASSERT_TRUE(s_.ok()) << s_;     \
+  } while (false)
+
 class PostgresTransaction : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -59,8 +65,8 @@ class PostgresTransaction : public ::testing::Test {
   void WaitUntilBlocked(int64_t pid) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < deadline) {
-      Rows rows = Admin(fmt::format(
-          "SELECT wait_event_type FROM pg_stat_activity WHERE pid = {}", pid));
+      Rows rows =
+          Admin(fmt::format("SELECT wait_event_type FROM pg_stat_activity WHERE pid = {}", pid));
       if (!rows.empty() && rows[0][0] == "Lock") return;
     }
     FAIL() << "backend " << pid << " never waited for a lock";
@@ -80,7 +86,8 @@ TEST_F(PostgresTransaction, ConcurrentClaimWaitsForTheWinnerAndReplaysItsCommit)
 
   auto loser = Begin(*store_);
   const int64_t loser_pid = BackendPid(*loser);
-  auto pending = std::async(std::launch::async, [&] { return loser->Claim(scope_, "fp", "loser"); });
+  auto pending =
+      std::async(std::launch::async, [&] { return loser->Claim(scope_, "fp", "loser"); });
   WaitUntilBlocked(loser_pid);
 
   const StoredResponse response{201, {{"Content-Type", "text/plain"}}, std::string("ok\0!", 4)};
@@ -100,7 +107,8 @@ TEST_F(PostgresTransaction, ConcurrentClaimBecomesTheExecutorWhenTheWinnerRollsB
   ASSERT_TRUE(winner->Claim(scope_, "fp", "winner").ok());
   auto loser = Begin(*store_);
   const int64_t loser_pid = BackendPid(*loser);
-  auto pending = std::async(std::launch::async, [&] { return loser->Claim(scope_, "fp", "loser"); });
+  auto pending =
+      std::async(std::launch::async, [&] { return loser->Claim(scope_, "fp", "loser"); });
   WaitUntilBlocked(loser_pid);
 
   ASSERT_TRUE(winner->Rollback().ok());
@@ -145,9 +153,17 @@ TEST_F(PostgresTransaction, QueryReturnsValuesTypedByColumnType) {
       "'x'::varchar",
       params);
   ASSERT_TRUE(rows.ok()) << rows.status();
-  const SqlRow expected = {int64_t{9'000'000'000}, 2.5, std::string("text"),
-                           Blob{std::string("\0\x01\xff", 3)}, std::monostate{}, int64_t{7},
-                           int64_t{8}, 1.25, 0.5, int64_t{1}, std::string("x")};
+  const SqlRow expected = {int64_t{9'000'000'000},
+                           2.5,
+                           std::string("text"),
+                           Blob{std::string("\0\x01\xff", 3)},
+                           std::monostate{},
+                           int64_t{7},
+                           int64_t{8},
+                           1.25,
+                           0.5,
+                           int64_t{1},
+                           std::string("x")};
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_EQ((*rows)[0], expected);
 }
@@ -192,6 +208,46 @@ TEST_F(PostgresTransaction, SavepointRollbackUndoesOnlyLaterWrites) {
   ASSERT_TRUE(tx->Commit().ok());
   EXPECT_EQ(Admin("SELECT k FROM effects"), (Rows{{"before"}}));
   EXPECT_EQ(tx->Savepoint("x; DROP TABLE effects").code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(PostgresTransaction, SavepointBeforeAnyStatementRollsBackEverythingAndStaysUsable) {
+  auto tx = Begin(*store_);
+  ASSERT_TRUE(tx->Savepoint("call").ok());
+  ASSERT_TRUE(tx->Execute("INSERT INTO effects VALUES ('undone', 1)").ok());
+  EXPECT_EQ(tx->Execute("INSERT INTO effects VALUES ('undone', 2)").status().code(),
+            absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(tx->RollbackToSavepoint("call").ok());
+  ASSERT_TRUE(tx->Execute("INSERT INTO effects VALUES ('kept', 3)").ok());
+  ASSERT_TRUE(tx->RollbackToSavepoint("call").ok());  // the savepoint survives a rollback to it
+  ASSERT_TRUE(tx->Execute("INSERT INTO effects VALUES ('last', 4)").ok());
+  ASSERT_TRUE(tx->ReleaseSavepoint("call").ok());
+  ASSERT_TRUE(tx->Commit().ok());
+  EXPECT_EQ(Admin("SELECT k FROM effects"), (Rows{{"last"}}));
+}
+
+TEST_F(PostgresTransaction, ReleasingAnOuterSavepointKeepsTheWritesOfInnerOnes) {
+  auto tx = Begin(*store_);
+  ASSERT_TRUE(tx->Savepoint("outer").ok());
+  ASSERT_TRUE(tx->Execute("INSERT INTO effects VALUES ('a', 1)").ok());
+  ASSERT_TRUE(tx->Savepoint("inner").ok());
+  IDEM_PG_ASSERT_OK(tx->Execute("INSERT INTO effects VALUES ('b', 2)").status());
+  ASSERT_TRUE(tx->ReleaseSavepoint("outer").ok());
+  EXPECT_EQ(tx->RollbackToSavepoint("inner").code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(tx->Execute("INSERT INTO effects VALUES ('c', 3)").ok());
+  ASSERT_TRUE(tx->Commit().ok());
+  EXPECT_EQ(Admin("SELECT k FROM effects ORDER BY k"), (Rows{{"a"}, {"b"}, {"c"}}));
+}
+
+TEST_F(PostgresTransaction, UnknownOrReleasedSavepointIsInvalidArgument) {
+  auto tx = Begin(*store_);
+  EXPECT_EQ(tx->RollbackToSavepoint("never").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(tx->ReleaseSavepoint("never").code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(tx->Execute("INSERT INTO effects VALUES ('a', 1)").ok());
+  ASSERT_TRUE(tx->Savepoint("s").ok());
+  ASSERT_TRUE(tx->ReleaseSavepoint("s").ok());
+  EXPECT_EQ(tx->RollbackToSavepoint("s").code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(tx->Commit().ok());
+  EXPECT_EQ(Admin("SELECT k FROM effects"), (Rows{{"a"}}));
 }
 
 TEST_F(PostgresTransaction, NativeHandleWritesInsideTheTransaction) {

@@ -17,9 +17,9 @@ void IgnoreNotice(void*, const char*) {}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& conninfo,
-                                                                     std::string_view target,
-                                                                     const std::string& session_sql,
-                                                                     int connect_timeout_s) {
+                                                                    std::string_view target,
+                                                                    const std::string& session_sql,
+                                                                    int connect_timeout_s) {
   // Entries before the expanded "dbname" are defaults the conninfo may override.
   const std::string timeout = std::to_string(connect_timeout_s);
   const char* const keys[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
@@ -72,27 +72,25 @@ absl::StatusOr<Result> PgConnection::Run(std::string_view sql, std::span<const S
                            : RunPipelined(text, encoded, prepared, what);
 }
 
-absl::StatusOr<Result> PgConnection::RunDirect(const std::string& sql,
-                                               const EncodedParams& params,
+absl::StatusOr<Result> PgConnection::RunDirect(const std::string& sql, const EncodedParams& params,
                                                const Prepared& prepared, std::string_view what) {
   if (prepared.name.empty()) {
     Result result(PQexecParams(conn_, sql.c_str(), params.count(), params.types.data(),
-                               params.values.data(), params.lengths.data(),
-                               params.formats.data(), 0));
+                               params.values.data(), params.lengths.data(), params.formats.data(),
+                               0));
     absl::Status status = StatusFromResult(result.get(), conn_, what);
     if (!status.ok()) return Failed(result.get(), std::move(status));
     return result;
   }
   if (!prepared.ready) {
-    Result done(PQprepare(conn_, prepared.name.c_str(), sql.c_str(), params.count(),
-                          params.types.data()));
+    Result done(
+        PQprepare(conn_, prepared.name.c_str(), sql.c_str(), params.count(), params.types.data()));
     absl::Status status = StatusFromResult(done.get(), conn_, what);
     if (!status.ok()) return Failed(done.get(), std::move(status));
     prepared_.emplace(prepared.key, prepared.name);
   }
-  Result result(PQexecPrepared(conn_, prepared.name.c_str(), params.count(),
-                               params.values.data(), params.lengths.data(),
-                               params.formats.data(), 0));
+  Result result(PQexecPrepared(conn_, prepared.name.c_str(), params.count(), params.values.data(),
+                               params.lengths.data(), params.formats.data(), 0));
   absl::Status status = StatusFromResult(result.get(), conn_, what);
   if (!status.ok()) return Failed(result.get(), std::move(status));
   return result;
@@ -100,8 +98,7 @@ absl::StatusOr<Result> PgConnection::RunDirect(const std::string& sql,
 
 absl::StatusOr<Result> PgConnection::RunPipelined(const std::string& sql,
                                                   const EncodedParams& params,
-                                                  const Prepared& prepared,
-                                                  std::string_view what) {
+                                                  const Prepared& prepared, std::string_view what) {
   std::vector<std::string> deferred = std::move(deferred_);
   deferred_.clear();
   const bool prepare = !prepared.name.empty() && !prepared.ready;
@@ -119,9 +116,9 @@ absl::StatusOr<Result> PgConnection::RunPipelined(const std::string& sql,
                                      params.values.data(), params.lengths.data(),
                                      params.formats.data(), 0) == 1;
   } else {
-    sent = sent && PQsendQueryPrepared(conn_, prepared.name.c_str(), params.count(),
-                                       params.values.data(), params.lengths.data(),
-                                       params.formats.data(), 0) == 1;
+    sent = sent &&
+           PQsendQueryPrepared(conn_, prepared.name.c_str(), params.count(), params.values.data(),
+                               params.lengths.data(), params.formats.data(), 0) == 1;
   }
   sent = sent && PQpipelineSync(conn_) == 1;
   if (!sent) return Failed(nullptr, StatusFromResult(nullptr, conn_, what));
@@ -150,9 +147,9 @@ absl::StatusOr<Result> PgConnection::RunPipelined(const std::string& sql,
   if (PQexitPipelineMode(conn_) != 1) broken_ = true;
   for (size_t i = 0; i < commands; ++i) {
     const bool last = i + 1 == commands;
-    const std::string label =
-        last ? std::string(what) : fmt::format("{} (before it: {})", what,
-                                               i < deferred.size() ? deferred[i] : "prepare");
+    const std::string label = last ? std::string(what)
+                                   : fmt::format("{} (before it: {})", what,
+                                                 i < deferred.size() ? deferred[i] : "prepare");
     absl::Status status = StatusFromResult(results[i].get(), conn_, label);
     if (!status.ok()) return Failed(results[i].get(), std::move(status));
     if (prepare && i == deferred.size()) prepared_.emplace(prepared.key, prepared.name);

@@ -49,9 +49,19 @@ class PgConnection final {
   bool lost() const { return lost_; }
   void MarkBroken() { broken_ = true; }
 
+  // Records that the caller ran its own SQL or held the raw handle, which may have changed a
+  // session setting (a timeout): later transactions then set the timeouts again (SET LOCAL).
+  void MarkCallerTouched() { caller_touched_ = true; }
+  bool caller_touched() const { return caller_touched_; }
+
   // Queues a parameterless statement to go out just before the next Run, in one round trip.
   void Defer(std::string sql) { deferred_.push_back(std::move(sql)); }
   void DropDeferred() { deferred_.clear(); }
+  // Drops the queued RELEASE SAVEPOINT statements (before a COMMIT, which releases them all).
+  void DropDeferredReleases() {
+    std::erase_if(deferred_,
+                  [](const std::string& sql) { return sql.starts_with("RELEASE SAVEPOINT "); });
+  }
   bool has_deferred() const { return !deferred_.empty(); }
 
   // Runs the deferred statements, then `sql` with `params` ($1..$N), prepared on first use and
@@ -85,6 +95,7 @@ class PgConnection final {
   PGconn* conn_;
   bool broken_ = false;
   bool lost_ = false;
+  bool caller_touched_ = false;
   std::vector<std::string> deferred_;
   std::unordered_map<std::string, std::string> prepared_;  // sql + signature → name
   int next_name_ = 0;

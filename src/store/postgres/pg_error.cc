@@ -31,12 +31,14 @@ absl::Status StatusFromSqlState(std::string_view sqlstate, std::string_view mess
   }
   if (sqlstate == "55P03" || sqlstate == "57014") {
     return absl::UnavailableError(
-        text + "; another transaction held the key or the statement ran too long (lock_timeout, "
-               "statement_timeout): retry later");
+        text +
+        "; another transaction held the key or the statement ran too long (lock_timeout, "
+        "statement_timeout): retry later");
   }
   if (IsConnectionLoss(sqlstate) || sqlstate.starts_with("53")) {
-    return absl::UnavailableError(text + "; the server is unreachable, restarting or out of "
-                                         "resources: retry later");
+    return absl::UnavailableError(text +
+                                  "; the server is unreachable, restarting or out of "
+                                  "resources: retry later");
   }
   if (sqlstate == "28P01") return absl::UnauthenticatedError(text + "; check the password");
   if (sqlstate == "42501" || sqlstate.starts_with("28")) {
@@ -67,15 +69,15 @@ absl::Status StatusFromResult(const PGresult* result, PGconn* conn, std::string_
   if (sqlstate != nullptr) return StatusFromSqlState(sqlstate, message, what);
   if (PQstatus(conn) == CONNECTION_BAD || result == nullptr) {
     return absl::UnavailableError(fmt::format(
-        "PostgreSQL {}: lost the connection to the server: {}; nothing was recorded: retry",
-        what, Trimmed(message)));
+        "PostgreSQL {}: lost the connection to the server: {}; nothing was recorded: retry", what,
+        Trimmed(message)));
   }
   if (status == PGRES_PIPELINE_ABORTED) {
     return absl::FailedPreconditionError(fmt::format(
         "PostgreSQL {}: not run, an earlier statement of the transaction failed", what));
   }
-  return absl::InternalError(fmt::format("PostgreSQL {}: {} ({})", what, Trimmed(message),
-                                         PQresStatus(status)));
+  return absl::InternalError(
+      fmt::format("PostgreSQL {}: {} ({})", what, Trimmed(message), PQresStatus(status)));
 }
 
 absl::Status StatusFromConnectFailure(std::string_view libpq_message, std::string_view target) {

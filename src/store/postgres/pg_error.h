@@ -13,12 +13,12 @@
 namespace idem::postgres {
 
 // Returns the status for a server error with `sqlstate` (five characters) and `message`:
-//   23505 unique violation → AlreadyExists; other 23xxx, 22xxx, 42xxx (but 42501) → InvalidArgument;
-//   40001 serialization failure, 40P01 deadlock, 55P03 lock timeout, 57014 statement timeout or
-//   cancel, class 08 connection, 57P01..57P03 server shutting down or starting, class 53
-//   insufficient resources → Unavailable; 28P01 wrong password → Unauthenticated; 28000 and
-//   42501 → PermissionDenied; 3D000 unknown database → NotFound; 25P02 → FailedPrecondition
-//   (the transaction already failed); anything else → Internal.
+//   23505 unique violation → AlreadyExists; other 23xxx, 22xxx, 42xxx (but 42501) →
+//   InvalidArgument; 40001 serialization failure, 40P01 deadlock, 55P03 lock timeout, 57014
+//   statement timeout or cancel, class 08 connection, 57P01..57P03 server shutting down or
+//   starting, class 53 insufficient resources → Unavailable; 28P01 wrong password →
+//   Unauthenticated; 28000 and 42501 → PermissionDenied; 3D000 unknown database → NotFound; 25P02 →
+//   FailedPrecondition (the transaction already failed); anything else → Internal.
 // `what` names the operation, e.g. "claim of key 'k'".
 absl::Status StatusFromSqlState(std::string_view sqlstate, std::string_view message,
                                 std::string_view what);

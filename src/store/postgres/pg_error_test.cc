@@ -14,8 +14,8 @@ TEST(PgError, UniqueViolationIsAlreadyExists) {
 }
 
 TEST(PgError, RetryableConflictsAndTimeoutsAreUnavailable) {
-  for (std::string_view state : {"40001", "40P01", "55P03", "57014", "08006", "08001", "57P01",
-                                 "57P03", "53300"}) {
+  for (std::string_view state :
+       {"40001", "40P01", "55P03", "57014", "08006", "08001", "57P01", "57P03", "53300"}) {
     EXPECT_EQ(CodeOf(state), absl::StatusCode::kUnavailable) << state;
   }
 }
@@ -32,7 +32,9 @@ TEST(PgError, AuthenticationAndPrivilegeFailuresAreNamed) {
   EXPECT_EQ(CodeOf("42501"), absl::StatusCode::kPermissionDenied);
 }
 
-TEST(PgError, UnknownDatabaseIsNotFound) { EXPECT_EQ(CodeOf("3D000"), absl::StatusCode::kNotFound); }
+TEST(PgError, UnknownDatabaseIsNotFound) {
+  EXPECT_EQ(CodeOf("3D000"), absl::StatusCode::kNotFound);
+}
 
 TEST(PgError, UnlistedStateIsInternal) { EXPECT_EQ(CodeOf("XX000"), absl::StatusCode::kInternal); }
 
@@ -49,10 +51,10 @@ TEST(PgError, ConnectionLossStatesAreRecognised) {
 }
 
 TEST(PgError, ConnectFailuresAreClassifiedFromTheServersMessage) {
-  EXPECT_EQ(StatusFromConnectFailure(
-                "FATAL:  password authentication failed for user \"u\"", "u@h:1/d")
-                .code(),
-            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(
+      StatusFromConnectFailure("FATAL:  password authentication failed for user \"u\"", "u@h:1/d")
+          .code(),
+      absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(StatusFromConnectFailure("FATAL:  role \"nobody\" does not exist", "t").code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(StatusFromConnectFailure("FATAL:  database \"nope\" does not exist", "t").code(),

@@ -9,7 +9,7 @@
 namespace idem::postgres {
 namespace {
 
-#define IDEM_PG_KEY_COLUMNS                                                              \
+#define IDEM_PG_KEY_COLUMNS                                                                 \
   " tenant, key, fingerprint, state, fence, owner, lease_until_ms, status, headers, body, " \
   "created_ms, updated_ms, expires_ms "
 
@@ -49,9 +49,12 @@ int64_t RowsChanged(const Result& result) {
 
 std::string_view StateText(KeyState state) {
   switch (state) {
-    case KeyState::kInProgress: return "in_progress";
-    case KeyState::kCompleted: return "completed";
-    case KeyState::kFailedFinal: return "failed_final";
+    case KeyState::kInProgress:
+      return "in_progress";
+    case KeyState::kCompleted:
+      return "completed";
+    case KeyState::kFailedFinal:
+      return "failed_final";
   }
   return "unknown";
 }
@@ -61,7 +64,7 @@ std::string What(std::string_view operation, const Scope& scope) {
 }
 
 absl::StatusOr<std::optional<KeyRecord>> InsertClaim(PgConnection& conn, const ClaimParams& p) {
-  const SqlValue params[] = {p.scope.tenant, p.scope.key, p.fingerprint, p.owner,
+  const SqlValue params[] = {p.scope.tenant, p.scope.key,      p.fingerprint, p.owner,
                              p.now_ms,       p.lease_until_ms, p.expires_ms};
   IDEM_ASSIGN_OR_RETURN(
       Result result,
@@ -75,18 +78,17 @@ absl::StatusOr<std::optional<KeyRecord>> InsertClaim(PgConnection& conn, const C
 
 absl::StatusOr<std::optional<KeyRecord>> SelectAny(PgConnection& conn, const Scope& scope) {
   const SqlValue params[] = {scope.tenant, scope.key};
-  IDEM_ASSIGN_OR_RETURN(Result result,
-                        conn.Run("SELECT" IDEM_PG_KEY_COLUMNS "FROM idem_keys "
-                                 "WHERE tenant = $1 AND key = $2",
-                                 params, What("read", scope)));
+  IDEM_ASSIGN_OR_RETURN(Result result, conn.Run("SELECT" IDEM_PG_KEY_COLUMNS "FROM idem_keys "
+                                                "WHERE tenant = $1 AND key = $2",
+                                                params, What("read", scope)));
   return FirstRecord(result);
 }
 
 // Replaces an expired record that still has `expected_fence`, carrying the fence on (+1).
 absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(PgConnection& conn, const ClaimParams& p,
                                                         int64_t expected_fence) {
-  const SqlValue params[] = {p.scope.tenant, p.scope.key,  p.fingerprint, p.owner,
-                             p.now_ms,       p.lease_until_ms, p.expires_ms, expected_fence};
+  const SqlValue params[] = {p.scope.tenant, p.scope.key,      p.fingerprint, p.owner,
+                             p.now_ms,       p.lease_until_ms, p.expires_ms,  expected_fence};
   IDEM_ASSIGN_OR_RETURN(
       Result result,
       conn.Run("UPDATE idem_keys SET fingerprint = $3, state = 1, fence = fence + 1, owner = $4, "
@@ -128,8 +130,8 @@ absl::StatusOr<ClaimResult> ClaimKey(PgConnection& conn, const ClaimParams& p,
 
 absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(PgConnection& conn, const ClaimParams& p,
                                                         int64_t expected_fence) {
-  const SqlValue params[] = {p.scope.tenant, p.scope.key, p.owner, p.now_ms, p.lease_until_ms,
-                             expected_fence};
+  const SqlValue params[] = {p.scope.tenant, p.scope.key,      p.owner,
+                             p.now_ms,       p.lease_until_ms, expected_fence};
   IDEM_ASSIGN_OR_RETURN(
       Result result,
       conn.Run("UPDATE idem_keys SET fence = fence + 1, owner = $3, lease_until_ms = $5, "
@@ -203,8 +205,8 @@ absl::StatusOr<int64_t> DeleteExpired(PgConnection& conn, int64_t now_ms, int64_
   return RowsChanged(result);
 }
 
-absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fence,
-                             int64_t now_ms, std::string_view operation) {
+absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fence, int64_t now_ms,
+                             std::string_view operation) {
   IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(conn, scope, now_ms));
   if (!live.has_value()) {
     return absl::AbortedError(fmt::format(
@@ -215,8 +217,7 @@ absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fen
   return absl::AbortedError(fmt::format(
       "{} with fence {}: key '{}' of tenant '{}' is now {} with fence {} (owner '{}'); the claim "
       "was taken over or finished: do not record an outcome",
-      operation, fence, scope.key, scope.tenant, StateText(live->state), live->fence,
-      live->owner));
+      operation, fence, scope.key, scope.tenant, StateText(live->state), live->fence, live->owner));
 }
 
 std::string EncodeHeaders(const std::vector<Header>& headers) {

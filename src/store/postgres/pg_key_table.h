@@ -52,8 +52,8 @@ absl::StatusOr<int64_t> DeleteClaim(PgConnection& conn, const Scope& scope, int6
 absl::StatusOr<int64_t> DeleteExpired(PgConnection& conn, int64_t now_ms, int64_t max_rows);
 
 // The Aborted error for a fenced write that changed nothing, naming who holds the key now.
-absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fence,
-                             int64_t now_ms, std::string_view operation);
+absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fence, int64_t now_ms,
+                             std::string_view operation);
 
 // The replayable headers ⇄ the bytes of the headers column.
 std::string EncodeHeaders(const std::vector<Header>& headers);

@@ -75,8 +75,8 @@ void ConnectionPool::Return(std::unique_ptr<PgConnection> conn) {
   std::vector<std::unique_ptr<PgConnection>> dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const bool reusable =
-        !conn->broken() && !conn->has_deferred() && PQtransactionStatus(conn->raw()) == PQTRANS_IDLE;
+    const bool reusable = !conn->broken() && !conn->has_deferred() &&
+                          PQtransactionStatus(conn->raw()) == PQTRANS_IDLE;
     if (reusable) {
       idle_.push_back(std::move(conn));
     } else {

@@ -58,8 +58,8 @@ absl::StatusOr<std::vector<Applied>> ReadApplied(PgConnection& conn) {
         "schema (options=-csearch_path=...)");
   }
   if (!has_migrations) {
-    IDEM_RETURN_IF_ERROR(conn.Run(kCreateMigrationsTable, {}, "creating idem_schema_migrations")
-                             .status());
+    IDEM_RETURN_IF_ERROR(
+        conn.Run(kCreateMigrationsTable, {}, "creating idem_schema_migrations").status());
     return std::vector<Applied>{};
   }
   IDEM_ASSIGN_OR_RETURN(Result rows,
@@ -97,8 +97,8 @@ absl::Status CheckApplied(const std::vector<Applied>& applied,
 }
 
 absl::Status Apply(PgConnection& conn, const Migration& migration, int64_t now_ms) {
-  absl::Status status = ExecSimple(conn, std::string(migration.sql),
-                                   fmt::format("migration {}", migration.name));
+  absl::Status status =
+      ExecSimple(conn, std::string(migration.sql), fmt::format("migration {}", migration.name));
   if (!status.ok()) {
     if (absl::IsUnavailable(status)) return status;
     return absl::FailedPreconditionError(fmt::format(
@@ -109,9 +109,10 @@ absl::Status Apply(PgConnection& conn, const Migration& migration, int64_t now_m
   const SqlValue params[] = {int64_t{migration.version}, std::string(migration.name),
                              MigrationChecksum(migration.sql), now_ms};
   return conn
-      .Run("INSERT INTO idem_schema_migrations (version, name, checksum, applied_ms) "
-           "VALUES ($1, $2, $3, $4)",
-           params, "recording a migration")
+      .Run(
+          "INSERT INTO idem_schema_migrations (version, name, checksum, applied_ms) "
+          "VALUES ($1, $2, $3, $4)",
+          params, "recording a migration")
       .status();
 }
 

@@ -14,7 +14,7 @@
 namespace idem::postgres {
 
 struct Migration {
-  int version;           // the file's number; persisted: never renumber
+  int version;            // the file's number; persisted: never renumber
   std::string_view name;  // the file name
   std::string_view sql;
 };

@@ -6,7 +6,8 @@ namespace idem::postgres {
 namespace {
 
 TEST(PgUri, TargetNamesUserHostPortAndDatabase) {
-  absl::StatusOr<ParsedConninfo> parsed = ParseConninfo("postgresql://app:secret@db.local:6543/idem");
+  absl::StatusOr<ParsedConninfo> parsed =
+      ParseConninfo("postgresql://app:secret@db.local:6543/idem");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->target, "app@db.local:6543/idem");
 }

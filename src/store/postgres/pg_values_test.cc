@@ -38,9 +38,8 @@ TEST(PgValues, SpecialDoublesUsePostgresSpelling) {
 }
 
 TEST(PgValues, HeadersRoundTripIncludingEmptyAndBinaryValues) {
-  const std::vector<Header> headers = {{"Content-Type", "application/json"},
-                                       {"X-Empty", ""},
-                                       {"X-Bin", std::string("\0\xff", 2)}};
+  const std::vector<Header> headers = {
+      {"Content-Type", "application/json"}, {"X-Empty", ""}, {"X-Bin", std::string("\0\xff", 2)}};
   EXPECT_EQ(DecodeHeaders(EncodeHeaders(headers)), headers);
   EXPECT_TRUE(DecodeHeaders("").empty());
 }

@@ -1,5 +1,7 @@
 // The shared store on PostgreSQL: lease mode on pooled connections in autocommit, transaction
 // mode on PostgresTransaction. Open() checks the URI, connects and migrates.
+#include "idem/postgres_store.h"
+
 #include <fmt/format.h>
 
 #include <memory>
@@ -7,7 +9,6 @@
 
 #include "common/status_macros.h"
 #include "idem/key.h"
-#include "idem/postgres_store.h"
 #include "store/postgres/pg_key_table.h"
 #include "store/postgres/pg_pool.h"
 #include "store/postgres/pg_schema.h"
@@ -42,8 +43,7 @@ class PostgresStore final : public Store {
     return ClaimKey(*conn, Params(request), /*take_over_lapsed=*/false);
   }
 
-  absl::StatusOr<KeyRecord> TakeOver(const ClaimRequest& request,
-                                     int64_t expected_fence) override {
+  absl::StatusOr<KeyRecord> TakeOver(const ClaimRequest& request, int64_t expected_fence) override {
     IDEM_RETURN_IF_ERROR(CheckRequest(request));
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
     const ClaimParams p = Params(request);
@@ -58,8 +58,8 @@ class PostgresStore final : public Store {
     return absl::AbortedError(fmt::format(
         "takeover of key '{}' (tenant '{}') expecting fence {}: the record has fence {}, owner "
         "'{}', lease until {} (now {}); someone else holds or finished it",
-        p.scope.key, p.scope.tenant, expected_fence, live->fence, live->owner,
-        live->lease_until_ms, p.now_ms));
+        p.scope.key, p.scope.tenant, expected_fence, live->fence, live->owner, live->lease_until_ms,
+        p.now_ms));
   }
 
   absl::Status Heartbeat(const Scope& scope, int64_t fence, Millis lease) override {
@@ -98,8 +98,8 @@ class PostgresStore final : public Store {
     IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live,
                           SelectLive(*conn, scope, clock_.NowMillis()));
     if (live.has_value()) return *std::move(live);
-    return absl::NotFoundError(fmt::format("key '{}' of tenant '{}' has no live record",
-                                           scope.key, scope.tenant));
+    return absl::NotFoundError(
+        fmt::format("key '{}' of tenant '{}' has no live record", scope.key, scope.tenant));
   }
 
   absl::StatusOr<int64_t> SweepExpired(int64_t max_rows) override {
@@ -120,8 +120,9 @@ class PostgresStore final : public Store {
   ClaimParams Params(const ClaimRequest& request) const {
     const int64_t now = clock_.NowMillis();
     const int64_t lease_until = now + request.lease.count();
-    return ClaimParams{request.scope, request.fingerprint, request.owner, now, lease_until,
-                       std::max(now + options_.retention.count(), lease_until)};
+    return ClaimParams{request.scope, request.fingerprint,
+                       request.owner, now,
+                       lease_until,   std::max(now + options_.retention.count(), lease_until)};
   }
 
   absl::Status Record(const Scope& scope, int64_t fence, KeyState state,
@@ -142,9 +143,9 @@ class PostgresStore final : public Store {
 
 absl::Status CheckOptions(const StoreOptions& options) {
   if (options.max_connections < 1) {
-    return absl::InvalidArgumentError(fmt::format(
-        "StoreOptions::max_connections is {}: the PostgreSQL store needs at least 1",
-        options.max_connections));
+    return absl::InvalidArgumentError(
+        fmt::format("StoreOptions::max_connections is {}: the PostgreSQL store needs at least 1",
+                    options.max_connections));
   }
   if (options.lock_timeout.count() < 1 || options.statement_timeout.count() < 0 ||
       options.retention.count() < 1) {

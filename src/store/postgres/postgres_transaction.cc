@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -17,6 +18,7 @@ namespace {
 // (the guard never does): the default lease of lease mode.
 constexpr Millis kTransactionLease = ClaimRequest{}.lease;
 
+// Names are sent quoted ("inner", "select" are keywords), always, so they match each other.
 absl::Status CheckSavepointName(std::string_view name) {
   const bool ok = !name.empty() && name.size() <= 63 &&
                   (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
@@ -30,15 +32,38 @@ absl::Status CheckSavepointName(std::string_view name) {
       name));
 }
 
+// true for SQL that may change a session setting: SET, RESET, set_config(), or any mention of
+// a timeout. Over-matching only costs a few SET LOCAL statements later.
+bool MayChangeSettings(std::string_view sql) {
+  std::string lower(sql.substr(0, 4096));
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const size_t start = lower.find_first_not_of(" \t\r\n(");
+  const std::string_view text =
+      start == std::string::npos ? "" : std::string_view(lower).substr(start);
+  return text.starts_with("set") || text.starts_with("reset") ||
+         lower.find("set_config") != std::string::npos ||
+         lower.find("timeout") != std::string::npos || sql.size() > 4096;
+}
+
 }  // namespace
 
 PostgresTransaction::PostgresTransaction(PooledConnection conn, const StoreOptions& options,
                                          Clock& clock)
     : conn_(std::move(conn)), options_(options), clock_(clock) {
-  PgConnection& c = **conn_;
+  DeferBegin(**conn_);
+}
+
+void PostgresTransaction::DeferBegin(PgConnection& c) {
   c.Defer("BEGIN");
-  c.Defer(fmt::format("SET LOCAL statement_timeout = {}", options_.statement_timeout.count()));
-  c.Defer(fmt::format("SET LOCAL lock_timeout = {}", options_.lock_timeout.count()));
+  // Every connection starts with the timeouts as session settings; only where the caller's SQL may
+  // have changed one are they set again, for this transaction, at no extra round trip.
+  if (c.caller_touched()) {
+    c.Defer(fmt::format("SET LOCAL statement_timeout = {}", options_.statement_timeout.count()));
+    c.Defer(fmt::format("SET LOCAL lock_timeout = {}", options_.lock_timeout.count()));
+    c.Defer(fmt::format("SET LOCAL idle_in_transaction_session_timeout = {}",
+                        options_.statement_timeout.count()));
+  }
 }
 
 PostgresTransaction::~PostgresTransaction() { Rollback().IgnoreError(); }
@@ -56,6 +81,7 @@ absl::StatusOr<Result> PostgresTransaction::Run(std::string_view sql,
                                                 std::span<const SqlValue> params,
                                                 std::string_view what) {
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
+  if (MayChangeSettings(sql)) conn->MarkCallerTouched();
   return conn->Run(sql, params, what);
 }
 
@@ -78,6 +104,7 @@ absl::StatusOr<int64_t> PostgresTransaction::Execute(std::string_view sql,
 void* PostgresTransaction::native_handle() {
   if (!conn_.has_value()) return nullptr;
   PgConnection& conn = **conn_;
+  conn.MarkCallerTouched();
   if (conn.has_deferred()) {
     // The caller's statements must land inside the transaction: send BEGIN now. A failure shows
     // on the caller's next statement and at Commit.
@@ -117,29 +144,73 @@ absl::Status PostgresTransaction::Finish(const Scope& scope, int64_t fence, KeyS
   return StaleFenceError(*conn, scope, fence, now, "outcome");
 }
 
+absl::StatusOr<size_t> PostgresTransaction::FindSavepoint(std::string_view name) const {
+  for (size_t i = savepoints_.size(); i > 0; --i) {
+    if (savepoints_[i - 1].name == name) return i - 1;
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("there is no savepoint '{}' in this transaction (or it was released)", name));
+}
+
 absl::Status PostgresTransaction::Savepoint(std::string_view name) {
   IDEM_RETURN_IF_ERROR(CheckSavepointName(name));
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open(/*sending=*/false));
-  conn->Defer(fmt::format("SAVEPOINT {}", name));
+  if (sent_) conn->Defer(fmt::format("SAVEPOINT \"{}\"", name));
+  savepoints_.push_back({std::string(name), sent_});
   return absl::OkStatus();
 }
 
 absl::Status PostgresTransaction::RollbackToSavepoint(std::string_view name) {
   IDEM_RETURN_IF_ERROR(CheckSavepointName(name));
-  // Sent at once: it is what makes a failed transaction usable again.
-  return Run(fmt::format("ROLLBACK TO SAVEPOINT {}", name), {}, "rollback to savepoint").status();
+  IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open(/*sending=*/false));
+  IDEM_ASSIGN_OR_RETURN(size_t index, FindSavepoint(name));
+  savepoints_.resize(index + 1);  // the later ones are gone; this one stays
+  if (savepoints_[index].on_server) {
+    // Sent at once: it is what makes a failed transaction usable again.
+    sent_ = true;
+    return conn->Run(fmt::format("ROLLBACK TO SAVEPOINT \"{}\"", name), {}, "rollback to savepoint")
+        .status();
+  }
+  // Nothing was sent before this savepoint: undoing everything since is starting afresh.
+  conn->DropDeferred();
+  if (sent_) {
+    Result result(PQexec(conn->raw(), "ROLLBACK"));
+    absl::Status status = StatusFromResult(result.get(), conn->raw(), "rollback to savepoint");
+    if (!status.ok()) {
+      conn->MarkBroken();
+      return status;
+    }
+  }
+  sent_ = false;
+  DeferBegin(*conn);
+  return absl::OkStatus();
 }
 
 absl::Status PostgresTransaction::ReleaseSavepoint(std::string_view name) {
   IDEM_RETURN_IF_ERROR(CheckSavepointName(name));
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open(/*sending=*/false));
-  conn->Defer(fmt::format("RELEASE SAVEPOINT {}", name));
+  IDEM_ASSIGN_OR_RETURN(size_t index, FindSavepoint(name));
+  // Releasing a savepoint releases every later one too; on the server, releasing the lowest of
+  // them that is there does it. RELEASE names the topmost savepoint of that name, so a name
+  // repeated above is released once per repetition.
+  for (size_t i = index; i < savepoints_.size(); ++i) {
+    if (!savepoints_[i].on_server) continue;
+    const std::string& lowest = savepoints_[i].name;
+    const auto repeats =
+        std::count_if(savepoints_.begin() + static_cast<ptrdiff_t>(i), savepoints_.end(),
+                      [&](const SavepointEntry& e) { return e.name == lowest; });
+    for (ptrdiff_t r = 0; r < repeats; ++r)
+      conn->Defer(fmt::format("RELEASE SAVEPOINT \"{}\"", lowest));
+    break;
+  }
+  savepoints_.resize(index);
   return absl::OkStatus();
 }
 
 absl::Status PostgresTransaction::Commit() {
   if (conn_.has_value() && !sent_) return Rollback();  // nothing was written: nothing to send
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
+  conn->DropDeferredReleases();  // COMMIT releases every savepoint itself
   absl::StatusOr<Result> result = conn->Run("COMMIT", {}, "commit");
   absl::Status status = result.status();
   if (result.ok() && std::string_view(PQcmdStatus(result->get())) != "COMMIT") {
@@ -160,6 +231,7 @@ absl::Status PostgresTransaction::Rollback() {
   if (!conn_.has_value()) return absl::OkStatus();
   PgConnection& conn = **conn_;
   conn.DropDeferred();
+  savepoints_.clear();
   if (sent_ && !conn.broken()) {
     Result result(PQexec(conn.raw(), "ROLLBACK"));
     if (result == nullptr || PQresultStatus(result.get()) != PGRES_COMMAND_OK) conn.MarkBroken();

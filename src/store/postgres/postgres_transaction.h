@@ -1,9 +1,12 @@
 // Transaction mode of the PostgreSQL store: one pooled connection, READ COMMITTED, holding the
 // key's claim beside the caller's writes.
 //
-// BEGIN and the per-transaction timeouts (SET LOCAL statement_timeout, lock_timeout) and each
-// SAVEPOINT / RELEASE SAVEPOINT are not sent on their own: they go out in the same round trip as
-// the next statement (libpq pipeline mode).
+// BEGIN and each SAVEPOINT are not sent on their own: they go out in the same round trip as the
+// next statement (libpq pipeline mode). Savepoints are tracked here: one taken before the
+// transaction sent anything is never sent (rolling back to it is rolling back the transaction and
+// beginning again; releasing it is free), and a RELEASE still pending at COMMIT is dropped (COMMIT
+// releases every savepoint). So the guard's transaction costs the server no more statements than
+// its own work: BEGIN, claim, SAVEPOINT, effect, outcome, COMMIT.
 //
 // Thread-safety: belongs to one thread.
 #ifndef IDEM_STORE_POSTGRES_POSTGRES_TRANSACTION_H_
@@ -47,7 +50,18 @@ class PostgresTransaction final : public StoreTransaction {
   absl::StatusOr<Result> Run(std::string_view sql, std::span<const SqlValue> params,
                              std::string_view what);
 
-  std::optional<PooledConnection> conn_;  // empty once committed or rolled back
+  // Queues BEGIN (and the timeouts, where the caller may have changed them) for the next send.
+  void DeferBegin(PgConnection& conn);
+  // The index of the topmost savepoint called `name`. Errors: InvalidArgument when there is none.
+  absl::StatusOr<size_t> FindSavepoint(std::string_view name) const;
+
+  struct SavepointEntry {
+    std::string name;
+    bool on_server;  // false: taken before anything was sent; exists only here
+  };
+
+  std::optional<PooledConnection> conn_;    // empty once committed or rolled back
+  std::vector<SavepointEntry> savepoints_;  // bottom first: the not-on-server ones, then the rest
   StoreOptions options_;
   Clock& clock_;
   bool sent_ = false;  // BEGIN has gone to the server
