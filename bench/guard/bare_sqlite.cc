@@ -1,6 +1,5 @@
 #include "bare_sqlite.h"
 
-
 namespace idem::bench {
 namespace {
 
@@ -51,7 +50,8 @@ std::string BareSqlite::Open(const std::string& path, bool synchronous_full) {
       "AND state = 'in_progress'");
   savepoint_ = Prepare("SAVEPOINT effect");
   release_ = Prepare("RELEASE SAVEPOINT effect");
-  const bool prepared = begin_ && commit_ && claim_ && effect_ && outcome_ && savepoint_ && release_;
+  const bool prepared =
+      begin_ && commit_ && claim_ && effect_ && outcome_ && savepoint_ && release_;
   return prepared ? std::string() : error();
 }
 
@@ -107,8 +107,7 @@ bool BareSqlite::RecordOutcome(std::string_view key, int64_t now_ms) {
   BindText(outcome_, 2, key);
   sqlite3_bind_int64(outcome_, 3, 1);
   sqlite3_bind_int(outcome_, 4, 201);
-  sqlite3_bind_blob(outcome_, 5, kHeaders.data(), static_cast<int>(kHeaders.size()),
-                    SQLITE_STATIC);
+  sqlite3_bind_blob(outcome_, 5, kHeaders.data(), static_cast<int>(kHeaders.size()), SQLITE_STATIC);
   sqlite3_bind_blob(outcome_, 6, kBody.data(), static_cast<int>(kBody.size()), SQLITE_STATIC);
   sqlite3_bind_int64(outcome_, 7, now_ms);
   sqlite3_bind_int64(outcome_, 8, now_ms + kRetentionMs);

@@ -34,7 +34,8 @@ constexpr int kBatch = 100;
 // A fingerprint is computed by the caller for both; a fixed one keeps it out of the figures.
 constexpr std::string_view kFingerprint =
     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
-constexpr std::string_view kEffectSql = "INSERT INTO bench_effects (op_key, amount) VALUES ($1, $2)";
+constexpr std::string_view kEffectSql =
+    "INSERT INTO bench_effects (op_key, amount) VALUES ($1, $2)";
 
 // A fresh directory per benchmark run, removed afterwards.
 class BenchDir final {
@@ -73,9 +74,8 @@ bool BareOperation(BareSqlite& bare, std::string_view key, int64_t amount, bool 
 }
 
 StoredResponse Created() {
-  return StoredResponse{.status = 201,
-                        .headers = {{"Content-Type", "application/json"}},
-                        .body = R"({"ok":true})"};
+  return StoredResponse{
+      .status = 201, .headers = {{"Content-Type", "application/json"}}, .body = R"({"ok":true})"};
 }
 
 // Opens a store with the effect table created; null (and the benchmark marked failed) on error.
@@ -87,7 +87,8 @@ std::unique_ptr<Store> OpenBenchStore(benchmark::State& state, const BenchDir& d
   }
   auto tx = (*store)->Begin();
   if (!tx.ok() ||
-      !(*tx)->Execute("CREATE TABLE bench_effects (op_key TEXT NOT NULL, amount INTEGER NOT NULL)")
+      !(*tx)
+           ->Execute("CREATE TABLE bench_effects (op_key TEXT NOT NULL, amount INTEGER NOT NULL)")
            .ok() ||
       !(*tx)->Commit().ok()) {
     state.SkipWithError("cannot create the effect table");
@@ -176,8 +177,8 @@ void BM_Guard_Batch(benchmark::State& state) {
     for (GuardCall& call : calls) {
       call.scope = Scope{.tenant = "bench", .key = fmt::format("k-{}", i)};
       call.fingerprint = kFingerprint;
-      call.effect = [key = call.scope.key, amount = i](Transaction& tx)
-          -> absl::StatusOr<StoredResponse> {
+      call.effect = [key = call.scope.key,
+                     amount = i](Transaction& tx) -> absl::StatusOr<StoredResponse> {
         const std::array<SqlValue, 2> params = {key, amount};
         if (auto n = tx.Execute(kEffectSql, params); !n.ok()) return n.status();
         return Created();
@@ -232,7 +233,10 @@ BENCHMARK(BM_BareSql_Single)->ArgName("full")->Arg(1)->Arg(0)->UseRealTime();
 BENCHMARK(BM_Guard_Single)->ArgName("full")->Arg(1)->Arg(0)->UseRealTime();
 BENCHMARK(BM_BareSql_Batch)
     ->ArgNames({"full", "savepoints"})
-    ->Args({1, 0})->Args({0, 0})->Args({1, 1})->Args({0, 1})
+    ->Args({1, 0})
+    ->Args({0, 0})
+    ->Args({1, 1})
+    ->Args({0, 1})
     ->UseRealTime();
 BENCHMARK(BM_Guard_Batch)->ArgName("full")->Arg(1)->Arg(0)->UseRealTime();
 BENCHMARK(BM_StoreTx_Batch)->ArgName("full")->Arg(1)->Arg(0)->UseRealTime();

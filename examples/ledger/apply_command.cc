@@ -46,30 +46,33 @@ void Report(const ApplyFlags& flags, int64_t line_number, std::string_view what)
 
 void Reject(const ApplyFlags& flags, Counts& counts, int64_t line_number, std::string_view why) {
   ++counts.rejected;
-  std::fputs(fmt::format("idem-ledger: {}:{}: {}\n", flags.file, line_number, why).c_str(),
-             stderr);
+  std::fputs(fmt::format("idem-ledger: {}:{}: {}\n", flags.file, line_number, why).c_str(), stderr);
   Report(flags, line_number, "rejected");
 }
 
 // Applies one line. Returns false when the store failed and the run must stop.
-bool ApplyLine(Ledger& ledger, const ApplyFlags& flags, int64_t line_number,
-               std::string_view line, Counts& counts) {
+bool ApplyLine(Ledger& ledger, const ApplyFlags& flags, int64_t line_number, std::string_view line,
+               Counts& counts) {
   auto transfer = ParseTransfer(line);
   if (!transfer.ok()) {
     Reject(flags, counts, line_number,
-           fmt::format("{}; nothing was applied for this line", std::string(transfer.status().message())));
+           fmt::format("{}; nothing was applied for this line",
+                       std::string(transfer.status().message())));
     return true;
   }
   auto result = ledger.Apply(*transfer, line);
   if (!result.ok()) {
     const absl::Status& status = result.status();
-    const std::string why = fmt::format("transfer '{}': {}", transfer->key, std::string(status.message()));
+    const std::string why =
+        fmt::format("transfer '{}': {}", transfer->key, std::string(status.message()));
     if (absl::IsFailedPrecondition(status) || absl::IsAborted(status)) {
       Reject(flags, counts, line_number, why + "; nothing was applied for this line");
       return true;
     }
     std::fputs(fmt::format("idem-ledger: {}:{}: store failure, stopping: {}\n", flags.file,
-                           line_number, why).c_str(), stderr);
+                           line_number, why)
+                   .c_str(),
+               stderr);
     return false;
   }
   switch (result->status) {
@@ -105,7 +108,9 @@ int RunApply(const ApplyFlags& flags) {
   auto ledger = Ledger::Open(flags.store, {.overdraft_limit = flags.overdraft_limit});
   if (!ledger.ok()) {
     std::fputs(fmt::format("idem-ledger: cannot open store '{}': {}\n", flags.store,
-                           std::string(ledger.status().message())).c_str(), stderr);
+                           std::string(ledger.status().message()))
+                   .c_str(),
+               stderr);
     return kExitFailed;
   }
   Counts counts;
@@ -115,8 +120,10 @@ int RunApply(const ApplyFlags& flags) {
     if (IsBlank(line)) continue;
     finished = ApplyLine(**ledger, flags, line_number, line, counts);
   }
-  std::fputs(fmt::format("applied {}, replayed {}, rejected {}\n", counts.applied,
-                         counts.replayed, counts.rejected).c_str(), stdout);
+  std::fputs(fmt::format("applied {}, replayed {}, rejected {}\n", counts.applied, counts.replayed,
+                         counts.rejected)
+                 .c_str(),
+             stdout);
   if (!finished) return kExitFailed;
   return counts.rejected == 0 ? kExitOk : kExitRejected;
 }
@@ -135,9 +142,10 @@ void AddApplyCommand(CLI::App& app, int& exit_code) {
       ->required();
   apply->add_option("FILE", flags->file, "The transfers, one JSON object a line ('-': stdin)")
       ->required();
-  apply->add_option("--overdraft-limit", flags->overdraft_limit,
-                    "Decline a transfer that would take the paying account below minus this "
-                    "(default: no limit); a decline is stored and replayed like a success")
+  apply
+      ->add_option("--overdraft-limit", flags->overdraft_limit,
+                   "Decline a transfer that would take the paying account below minus this "
+                   "(default: no limit); a decline is stored and replayed like a success")
       ->check(CLI::NonNegativeNumber);
   apply->add_flag("--progress", flags->progress,
                   "Print 'line N applied|replayed|rejected' as each line is done");
@@ -148,15 +156,16 @@ void AddBalancesCommand(CLI::App& app, int& exit_code) {
   auto store = std::make_shared<std::string>();
   CLI::App* balances = app.add_subcommand(
       "balances", "Print every account's balance as one JSON object, keys sorted");
-  balances->add_option("--store", *store, "Store URI: sqlite:PATH or postgresql://...")
-      ->required();
+  balances->add_option("--store", *store, "Store URI: sqlite:PATH or postgresql://...")->required();
   balances->callback([store, &exit_code] {
     auto ledger = Ledger::Open(*store);
     absl::StatusOr<std::map<std::string, int64_t>> result =
         ledger.ok() ? (*ledger)->Balances() : ledger.status();
     if (!result.ok()) {
       std::fputs(fmt::format("idem-ledger: cannot read balances from '{}': {}\n", *store,
-                             std::string(result.status().message())).c_str(), stderr);
+                             std::string(result.status().message()))
+                     .c_str(),
+                 stderr);
       exit_code = kExitFailed;
       return;
     }

@@ -45,7 +45,8 @@ void AddGenerateCommand(CLI::App& app, int& exit_code) {
       "generate", "Write N keyed transfers, one JSON object a line, to stdout (deterministic)");
   generate->add_option("--count", flags->count, "How many transfers (default 1000)")
       ->check(CLI::NonNegativeNumber);
-  generate->add_option("--seed", flags->seed, "Seed; the same seed gives the same file (default 1)");
+  generate->add_option("--seed", flags->seed,
+                       "Seed; the same seed gives the same file (default 1)");
   generate->add_option("--accounts", flags->accounts, "How many accounts (default 10)")
       ->check(CLI::Range(2, 100));
   generate->add_option("--max-amount", flags->max_amount, "Largest amount (default 1000)")

@@ -65,15 +65,16 @@ absl::StatusOr<StoredResponse> WriteTransfer(Transaction& tx, const Transfer& tr
     if (*balance - transfer.amount < -*overdraft_limit) {
       return JsonResponse(
           kDeclinedStatus,
-          {{"declined", fmt::format("account '{}' holds {} and may go down to -{}; it cannot pay {}",
-                                    transfer.from, *balance, *overdraft_limit, transfer.amount)}});
+          {{"declined",
+            fmt::format("account '{}' holds {} and may go down to -{}; it cannot pay {}",
+                        transfer.from, *balance, *overdraft_limit, transfer.amount)}});
     }
   }
   const std::array<SqlValue, 6> legs = {transfer.key, transfer.from, -transfer.amount,
                                         transfer.key, transfer.to,   transfer.amount};
   if (auto n = tx.Execute(kInsertLegs, legs); !n.ok()) return n.status();
-  for (auto [account, delta] : {std::pair{&transfer.from, -transfer.amount},
-                                std::pair{&transfer.to, transfer.amount}}) {
+  for (auto [account, delta] :
+       {std::pair{&transfer.from, -transfer.amount}, std::pair{&transfer.to, transfer.amount}}) {
     const std::array<SqlValue, 2> params = {*account, delta};
     if (auto n = tx.Execute(kAddToBalance, params); !n.ok()) return n.status();
   }
@@ -124,8 +125,8 @@ absl::Status Ledger::CreateTables() {
     (void)(*tx)->Rollback();
     if (!absl::IsAlreadyExists(last) && !absl::IsUnavailable(last)) break;
   }
-  return absl::Status(last.code(),
-                      fmt::format("cannot create the ledger's tables: {}", std::string(last.message())));
+  return absl::Status(last.code(), fmt::format("cannot create the ledger's tables: {}",
+                                               std::string(last.message())));
 }
 
 absl::StatusOr<ApplyResult> Ledger::Apply(const Transfer& transfer, std::string_view line) {

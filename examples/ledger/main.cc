@@ -6,9 +6,10 @@
 #include "commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"idem-ledger applies keyed transfers to a ledger exactly once, however often the "
-               "same file is applied.",
-               "idem-ledger"};
+  CLI::App app{
+      "idem-ledger applies keyed transfers to a ledger exactly once, however often the "
+      "same file is applied.",
+      "idem-ledger"};
   app.require_subcommand(1);
   int exit_code = idem::ledger::kExitOk;
   idem::ledger::AddApplyCommand(app, exit_code);

@@ -21,9 +21,9 @@ absl::Status CheckAccount(std::string_view field, std::string_view account) {
     return absl::InvalidArgumentError(fmt::format("field '{}' is empty: name an account", field));
   }
   if (account.size() > kMaxAccountBytes) {
-    return absl::InvalidArgumentError(fmt::format(
-        "field '{}' is {} bytes long: an account name has at most {} bytes", field,
-        account.size(), kMaxAccountBytes));
+    return absl::InvalidArgumentError(
+        fmt::format("field '{}' is {} bytes long: an account name has at most {} bytes", field,
+                    account.size(), kMaxAccountBytes));
   }
   for (unsigned char c : account) {
     if (c < 0x20 || c == 0x7f) {
@@ -34,12 +34,11 @@ absl::Status CheckAccount(std::string_view field, std::string_view account) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> StringField(const boost::json::object& object,
-                                        std::string_view field) {
+absl::StatusOr<std::string> StringField(const boost::json::object& object, std::string_view field) {
   const boost::json::value* value = object.if_contains(field);
   if (value == nullptr) {
-    return absl::InvalidArgumentError(fmt::format(
-        "field '{}' is missing: a transfer has key, from, to and amount", field));
+    return absl::InvalidArgumentError(
+        fmt::format("field '{}' is missing: a transfer has key, from, to and amount", field));
   }
   const boost::json::string* text = value->if_string();
   if (text == nullptr) {
@@ -64,8 +63,7 @@ absl::StatusOr<int64_t> AmountField(const boost::json::object& object) {
   }
   const int64_t amount = value->get_int64();
   if (amount < 1 || amount > kMaxAmount) {
-    return absl::InvalidArgumentError(
-        fmt::format("field 'amount' is {}: use {}", amount, range));
+    return absl::InvalidArgumentError(fmt::format("field 'amount' is {}: use {}", amount, range));
   }
   return amount;
 }
@@ -90,8 +88,8 @@ absl::StatusOr<boost::json::object> ParseObject(std::string_view line) {
   for (const auto& member : *object) {
     const std::string_view name(member.key().data(), member.key().size());
     if (std::find(kFields.begin(), kFields.end(), name) == kFields.end()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "unknown field '{}': a transfer has only key, from, to and amount", name));
+      return absl::InvalidArgumentError(
+          fmt::format("unknown field '{}': a transfer has only key, from, to and amount", name));
     }
   }
   return std::move(*object);
@@ -117,9 +115,9 @@ absl::StatusOr<Transfer> ParseTransfer(std::string_view line) {
     if (absl::Status status = CheckAccount(field, *account); !status.ok()) return status;
   }
   if (transfer.from == transfer.to) {
-    return absl::InvalidArgumentError(fmt::format(
-        "'from' and 'to' are both '{}': a transfer moves money between two accounts",
-        transfer.from));
+    return absl::InvalidArgumentError(
+        fmt::format("'from' and 'to' are both '{}': a transfer moves money between two accounts",
+                    transfer.from));
   }
   auto amount = AmountField(*object);
   if (!amount.ok()) return amount.status();

@@ -64,15 +64,15 @@ TEST_F(LedgerApplyTest, SameFileAppliedTwiceAppliesNothingTheSecondTime) {
 TEST_F(LedgerApplyTest, MalformedLinesAreReportedByLineNumberAndStoreNothing) {
   const std::string file = dir_.Path("transfers.jsonl");
   WriteLines(file, {
-      R"({"key": "good-1", "from": "a", "to": "b", "amount": 5})",
-      R"({"key": "bad-json", "from": "a", "to": "b", "amount": 5)",
-      R"({"key": "no-amount", "from": "a", "to": "b"})",
-      R"({"key": "zero", "from": "a", "to": "b", "amount": 0})",
-      R"({"key": "same", "from": "a", "to": "a", "amount": 1})",
-      R"({"key": "bad key", "from": "a", "to": "b", "amount": 1})",
-      R"({"key": "fraction", "from": "a", "to": "b", "amount": 1.5})",
-      R"({"key": "good-2", "from": "b", "to": "c", "amount": 2})",
-  });
+                       R"({"key": "good-1", "from": "a", "to": "b", "amount": 5})",
+                       R"({"key": "bad-json", "from": "a", "to": "b", "amount": 5)",
+                       R"({"key": "no-amount", "from": "a", "to": "b"})",
+                       R"({"key": "zero", "from": "a", "to": "b", "amount": 0})",
+                       R"({"key": "same", "from": "a", "to": "a", "amount": 1})",
+                       R"({"key": "bad key", "from": "a", "to": "b", "amount": 1})",
+                       R"({"key": "fraction", "from": "a", "to": "b", "amount": 1.5})",
+                       R"({"key": "good-2", "from": "b", "to": "c", "amount": 2})",
+                   });
   Finished run = Apply(file);
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_EQ(run.out, "applied 2, replayed 0, rejected 6\n");
@@ -134,7 +134,8 @@ TEST_F(LedgerApplyTest, DeclinedTransferIsStoredAsFailedFinalAndDeclinedAgainOnR
   Finished again = Apply(file);
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_EQ(again.out, "applied 0, replayed 2, rejected 1\n");
-  EXPECT_THAT(again.err, HasSubstr(file + ":2: transfer 't-2' declined (decided by an earlier run)"));
+  EXPECT_THAT(again.err,
+              HasSubstr(file + ":2: transfer 't-2' declined (decided by an earlier run)"));
   EXPECT_EQ(Balances(), "{\"a\":-4,\"b\":4}\n");
 }
 
@@ -147,9 +148,7 @@ TEST_F(LedgerApplyTest, BlankLinesAreSkippedAndKeepLineNumbersTrue) {
   EXPECT_THAT(run.err, HasSubstr(file + ":4: field 'from' is missing"));
 }
 
-TEST_F(LedgerApplyTest, BalancesOfAnEmptyLedgerIsAnEmptyObject) {
-  EXPECT_EQ(Balances(), "{}\n");
-}
+TEST_F(LedgerApplyTest, BalancesOfAnEmptyLedgerIsAnEmptyObject) { EXPECT_EQ(Balances(), "{}\n"); }
 
 TEST_F(LedgerApplyTest, UnknownStoreSchemeFailsWithExitCode2) {
   const std::string file = dir_.Path("transfers.jsonl");

@@ -78,7 +78,9 @@ TEST(LedgerCrash, KilledTwentyTimesThenRestartedAppliesEveryTransferExactlyOnce)
   // be new now; the summary's three figures cover every line.
   int new_now = -1, replayed_now = -1, rejected_now = -1;
   ASSERT_EQ(std::sscanf(last.out.c_str(), "applied %d, replayed %d, rejected %d", &new_now,
-                        &replayed_now, &rejected_now), 3) << last.out;
+                        &replayed_now, &rejected_now),
+            3)
+      << last.out;
   EXPECT_EQ(new_now + replayed_now, kTransfers);
   EXPECT_EQ(rejected_now, 0);
   EXPECT_LE(new_now, kTransfers - reported);
@@ -100,8 +102,9 @@ TEST(LedgerCrash, KilledTwentyTimesThenRestartedAppliesEveryTransferExactlyOnce)
   const std::map<std::string, int64_t> expected = ExpectedBalances(lines);
   EXPECT_EQ(EntrySumsPerAccount(db), expected);
   EXPECT_EQ(StoredBalances(db), expected);
-  const int64_t total = std::accumulate(expected.begin(), expected.end(), int64_t{0},
-                                        [](int64_t sum, const auto& kv) { return sum + kv.second; });
+  const int64_t total =
+      std::accumulate(expected.begin(), expected.end(), int64_t{0},
+                      [](int64_t sum, const auto& kv) { return sum + kv.second; });
   EXPECT_EQ(total, 0);
   Finished balances = RunLedger({"balances", "--store", "sqlite:" + db});
   EXPECT_EQ(balances.out, ledger::BalancesJson(expected) + "\n");

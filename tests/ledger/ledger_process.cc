@@ -74,7 +74,8 @@ bool LedgerProcess::FillBuffer() {
     if (errno == EINTR) return true;
     Die("poll");
   }
-  for (auto [index, fd, sink] : {std::tuple{0, &out_fd_, &buffer_}, std::tuple{1, &err_fd_, &err_}}) {
+  for (auto [index, fd, sink] :
+       {std::tuple{0, &out_fd_, &buffer_}, std::tuple{1, &err_fd_, &err_}}) {
     if (*fd < 0 || fds[index].revents == 0) continue;
     std::array<char, 4096> chunk;
     const ssize_t n = read(*fd, chunk.data(), chunk.size());

@@ -14,10 +14,10 @@
 namespace idem::ledger_test {
 
 struct Finished {
-  int exit_code = -1;    // the exit status, or -1 when killed by a signal
-  int signal = 0;        // the signal that killed it, or 0
-  std::string out;       // everything written to stdout
-  std::string err;       // everything written to stderr
+  int exit_code = -1;  // the exit status, or -1 when killed by a signal
+  int signal = 0;      // the signal that killed it, or 0
+  std::string out;     // everything written to stdout
+  std::string err;     // everything written to stderr
 };
 
 // Runs `idem-ledger args...` to completion, stdin from /dev/null, and returns what it did.
