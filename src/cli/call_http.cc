@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+// GCC 12 at -O2 reports false "potential null pointer dereference" warnings inside Asio,
+// which -Werror would turn into a failed release build.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -10,6 +14,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/url/parse.hpp>
+#pragma GCC diagnostic pop
 #include <cctype>
 #include <optional>
 

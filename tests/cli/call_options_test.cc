@@ -2,6 +2,9 @@
 #include "cli/call_options.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 namespace idem::cli {
 namespace {
@@ -103,6 +106,21 @@ TEST(MakeCallPlan, RejectsHeaderInjectionAndBadMethods) {
   f = Flags("http://a/");
   f.breaker_failures = -1;
   EXPECT_EQ(MakeCallPlan(f).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MakeCallPlan, DataFromAFileIsReadWhole) {
+  char path[] = "/tmp/idem_call_options_test_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string body = std::string("{\"a\":1}\n") + std::string(1, '\0') + "tail";
+  ASSERT_EQ(write(fd, body.data(), body.size()), static_cast<ssize_t>(body.size()));
+  close(fd);
+  CallFlags f = Flags("http://a/");
+  f.data = std::string("@") + path;
+  CallPlan plan = *MakeCallPlan(f);
+  std::remove(path);
+  EXPECT_EQ(plan.request.body, body);
+  EXPECT_TRUE(plan.request.has_body);
 }
 
 TEST(QuoteKey, EscapesQuoteAndBackslash) {
