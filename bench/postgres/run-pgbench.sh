@@ -2,7 +2,10 @@
 # The guard on PostgreSQL against the same transaction by hand and against pgbench, at 1, 8 and 32
 # clients, on a private server (scripts/pg-fixture.sh: loopback, fsync and synchronous_commit on).
 #
-#   bench/postgres/run-pgbench.sh BUILD_DIR [SECONDS_PER_RUN]
+#   bench/postgres/run-pgbench.sh BUILD_DIR [SECONDS_PER_RUN] [REPETITIONS]
+#
+# Each figure is the median of REPETITIONS (default 3) runs; the four variants take turns in a
+# rotating order, so none always runs last on the largest table or next to a checkpoint.
 #
 # BUILD_DIR is a release build with pg_guard_bench built. Every transaction is a first arrival of a
 # new key: claim INSERT … ON CONFLICT DO NOTHING, effect INSERT, outcome UPDATE, COMMIT.
@@ -13,8 +16,9 @@
 #   guard     idem::Guard::Run, N threads sharing one store (BM_Guard)
 # Prints a markdown table of transactions per second.
 set -euo pipefail
-build=${1:?usage: $0 BUILD_DIR [SECONDS_PER_RUN]}
+build=${1:?usage: $0 BUILD_DIR [SECONDS_PER_RUN] [REPETITIONS]}
 secs=${2:-10}
+reps=${3:-3}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bench=$build/bench/postgres/pg_guard_bench
 [[ -x "$bench" ]] || { echo "build $bench first (cmake --build $build --target pg_guard_bench)" >&2; exit 1; }
@@ -53,13 +57,34 @@ bench_tps() {
     awk -F, -v want="\"$name/real_time/threads:$clients\"" '$1 == want { printf "%.0f", $7 }'
 }
 
+measure() {
+  case $1 in
+    pgbench) pgbench_tps "$2" ;;
+    hand) bench_tps BM_HandWritten "$2" ;;
+    savepoint) bench_tps BM_HandWrittenWithSavepoint "$2" ;;
+    guard) bench_tps BM_Guard "$2" ;;
+  esac
+}
+
+median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+variants=(pgbench hand savepoint guard)
 echo "| clients | pgbench -M prepared | by hand (libpq) | by hand + savepoint | guard | pgbench / guard | by hand / guard |"
 echo "|---:|---:|---:|---:|---:|---:|---:|"
 for clients in 1 8 32; do
-  p=$(pgbench_tps "$clients")
-  h=$(bench_tps BM_HandWritten "$clients")
-  s=$(bench_tps BM_HandWrittenWithSavepoint "$clients")
-  g=$(bench_tps BM_Guard "$clients")
+  declare -A runs=()
+  for ((r = 0; r < reps; r++)); do
+    for ((i = 0; i < ${#variants[@]}; i++)); do
+      v=${variants[$(( (i + r) % ${#variants[@]} ))]}
+      runs[$v]="${runs[$v]:-} $(measure "$v" "$clients")"
+    done
+  done
+  p=$(median <<<"${runs[pgbench]}")
+  h=$(median <<<"${runs[hand]}")
+  s=$(median <<<"${runs[savepoint]}")
+  g=$(median <<<"${runs[guard]}")
+  echo "clients $clients runs: ${runs[*]@K}" >&2
   awk -v c="$clients" -v p="$p" -v h="$h" -v s="$s" -v g="$g" 'BEGIN {
     printf "| %d | %d | %d | %d | %d | %.2fx | %.2fx |\n", c, p, h, s, g, p / g, h / g }'
+  unset runs
 done
