@@ -280,6 +280,15 @@ TEST_F(PostgresTransaction, KilledConnectionIsUnavailableAndNotReused) {
   EXPECT_TRUE(retry->claimed);
 }
 
+TEST_F(PostgresTransaction, TransactionOutlivingItsStoreStillCommits) {
+  std::unique_ptr<Store> store = Open({});
+  auto tx = Begin(*store);
+  store.reset();
+  ASSERT_TRUE(tx->Execute("INSERT INTO effects VALUES ('late', 1)").ok());
+  ASSERT_TRUE(tx->Commit().ok());
+  EXPECT_EQ(Admin("SELECT k FROM effects"), (Rows{{"late"}}));
+}
+
 TEST_F(PostgresTransaction, PoolNeverLendsMoreThanMaxConnections) {
   StoreOptions options;
   options.max_connections = 2;

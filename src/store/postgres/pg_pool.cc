@@ -47,7 +47,7 @@ absl::StatusOr<PooledConnection> ConnectionPool::Acquire() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     if (std::unique_ptr<PgConnection> conn = TakeIdle(lock)) {
-      return PooledConnection(this, std::move(conn));
+      return PooledConnection(shared_from_this(), std::move(conn));
     }
     if (open_ < max_connections_) break;
     if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
@@ -68,7 +68,7 @@ absl::StatusOr<PooledConnection> ConnectionPool::Acquire() {
     returned_.notify_one();
     return conn.status();
   }
-  return PooledConnection(this, *std::move(conn));
+  return PooledConnection(shared_from_this(), *std::move(conn));
 }
 
 void ConnectionPool::Return(std::unique_ptr<PgConnection> conn) {

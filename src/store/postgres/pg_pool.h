@@ -20,11 +20,11 @@ namespace idem::postgres {
 class ConnectionPool;
 
 // A connection on loan; goes back to its pool when destroyed (or is closed, if it is broken or
-// still inside a transaction).
+// still inside a transaction). It keeps its pool alive, so a transaction may outlive its store.
 class PooledConnection final {
  public:
-  PooledConnection(ConnectionPool* pool, std::unique_ptr<PgConnection> conn)
-      : pool_(pool), conn_(std::move(conn)) {}
+  PooledConnection(std::shared_ptr<ConnectionPool> pool, std::unique_ptr<PgConnection> conn)
+      : pool_(std::move(pool)), conn_(std::move(conn)) {}
   PooledConnection(PooledConnection&& other) noexcept = default;
   PooledConnection& operator=(PooledConnection&&) = delete;
   PooledConnection(const PooledConnection&) = delete;
@@ -35,11 +35,12 @@ class PooledConnection final {
   PgConnection& operator*() const { return *conn_; }
 
  private:
-  ConnectionPool* pool_;
+  std::shared_ptr<ConnectionPool> pool_;
   std::unique_ptr<PgConnection> conn_;
 };
 
-class ConnectionPool final {
+// REQUIRES: owned by a std::shared_ptr (lent connections hold a reference to it).
+class ConnectionPool final : public std::enable_shared_from_this<ConnectionPool> {
  public:
   // `target` names the server in messages (no password); `session_sql` runs once on every new
   // connection (session settings). REQUIRES: max_connections >= 1.

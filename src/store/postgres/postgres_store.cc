@@ -32,7 +32,7 @@ absl::Status CheckRequest(const ClaimRequest& request) {
 
 class PostgresStore final : public Store {
  public:
-  PostgresStore(std::unique_ptr<ConnectionPool> pool, const StoreOptions& options)
+  PostgresStore(std::shared_ptr<ConnectionPool> pool, const StoreOptions& options)
       : pool_(std::move(pool)),
         options_(options),
         clock_(options.clock != nullptr ? *options.clock : SystemClock()) {}
@@ -136,7 +136,7 @@ class PostgresStore final : public Store {
     return StaleFenceError(*conn, scope, fence, now, "outcome");
   }
 
-  std::unique_ptr<ConnectionPool> pool_;
+  std::shared_ptr<ConnectionPool> pool_;
   StoreOptions options_;
   Clock& clock_;
 };
@@ -171,7 +171,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(std::string_view connin
       "SET statement_timeout = {0}; SET lock_timeout = {1}; "
       "SET idle_in_transaction_session_timeout = {0}",
       options.statement_timeout.count(), options.lock_timeout.count());
-  auto pool = std::make_unique<ConnectionPool>(std::string(conninfo), parsed.target, session,
+  auto pool = std::make_shared<ConnectionPool>(std::string(conninfo), parsed.target, session,
                                                options.max_connections, options.lock_timeout);
   {
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool->Acquire());
