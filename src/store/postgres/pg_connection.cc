@@ -96,18 +96,14 @@ absl::StatusOr<Result> PgConnection::RunDirect(const std::string& sql, const Enc
   return result;
 }
 
-absl::StatusOr<Result> PgConnection::RunPipelined(const std::string& sql,
-                                                  const EncodedParams& params,
-                                                  const Prepared& prepared, std::string_view what) {
-  std::vector<std::string> deferred = std::move(deferred_);
-  deferred_.clear();
-  const bool prepare = !prepared.name.empty() && !prepared.ready;
+bool PgConnection::SendPipeline(const std::vector<std::string>& deferred, const std::string& sql,
+                                const EncodedParams& params, const Prepared& prepared) {
   bool sent = PQenterPipelineMode(conn_) == 1;
   for (const std::string& statement : deferred) {
     sent = sent && PQsendQueryParams(conn_, statement.c_str(), 0, nullptr, nullptr, nullptr,
                                      nullptr, 0) == 1;
   }
-  if (prepare) {
+  if (!prepared.name.empty() && !prepared.ready) {
     sent = sent && PQsendPrepare(conn_, prepared.name.c_str(), sql.c_str(), params.count(),
                                  params.types.data()) == 1;
   }
@@ -120,11 +116,11 @@ absl::StatusOr<Result> PgConnection::RunPipelined(const std::string& sql,
            PQsendQueryPrepared(conn_, prepared.name.c_str(), params.count(), params.values.data(),
                                params.lengths.data(), params.formats.data(), 0) == 1;
   }
-  sent = sent && PQpipelineSync(conn_) == 1;
-  if (!sent) return Failed(nullptr, StatusFromResult(nullptr, conn_, what));
+  return sent && PQpipelineSync(conn_) == 1;
+}
 
+std::vector<Result> PgConnection::ReadPipeline(size_t commands) {
   // Each command's results end with a null; the sync's result ends the pipeline.
-  const size_t commands = deferred.size() + (prepare ? 1 : 0) + 1;
   std::vector<Result> results(commands);
   size_t index = 0;
   while (index <= commands) {
@@ -145,13 +141,28 @@ absl::StatusOr<Result> PgConnection::RunPipelined(const std::string& sql,
     }
   }
   if (PQexitPipelineMode(conn_) != 1) broken_ = true;
-  for (size_t i = 0; i < commands; ++i) {
-    const bool last = i + 1 == commands;
-    const std::string label = last ? std::string(what)
-                                   : fmt::format("{} (before it: {})", what,
-                                                 i < deferred.size() ? deferred[i] : "prepare");
-    absl::Status status = StatusFromResult(results[i].get(), conn_, label);
-    if (!status.ok()) return Failed(results[i].get(), std::move(status));
+  return results;
+}
+
+absl::StatusOr<Result> PgConnection::RunPipelined(const std::string& sql,
+                                                  const EncodedParams& params,
+                                                  const Prepared& prepared, std::string_view what) {
+  std::vector<std::string> deferred = std::move(deferred_);
+  deferred_.clear();
+  if (!SendPipeline(deferred, sql, params, prepared)) {
+    return Failed(nullptr, StatusFromResult(nullptr, conn_, what));
+  }
+  const bool prepare = !prepared.name.empty() && !prepared.ready;
+  std::vector<Result> results = ReadPipeline(deferred.size() + (prepare ? 1 : 0) + 1);
+  for (size_t i = 0; i < results.size(); ++i) {
+    absl::Status status = StatusFromResult(results[i].get(), conn_, what);
+    if (!status.ok()) {
+      if (i < deferred.size()) {
+        status = StatusFromResult(results[i].get(), conn_,
+                                  fmt::format("{} (before it: {})", what, deferred[i]));
+      }
+      return Failed(results[i].get(), std::move(status));
+    }
     if (prepare && i == deferred.size()) prepared_.emplace(prepared.key, prepared.name);
   }
   return std::move(results.back());

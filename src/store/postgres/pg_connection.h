@@ -87,6 +87,11 @@ class PgConnection final {
   Prepared NameFor(const std::string& cache_key);
   absl::StatusOr<Result> RunDirect(const std::string& sql, const EncodedParams& params,
                                    const Prepared& prepared, std::string_view what);
+  // Sends the deferred statements and `sql` in one pipeline; false when the connection failed.
+  bool SendPipeline(const std::vector<std::string>& deferred, const std::string& sql,
+                    const EncodedParams& params, const Prepared& prepared);
+  // Reads the results of `commands` pipelined commands and leaves pipeline mode.
+  std::vector<Result> ReadPipeline(size_t commands);
   absl::StatusOr<Result> RunPipelined(const std::string& sql, const EncodedParams& params,
                                       const Prepared& prepared, std::string_view what);
   // Returns `status` after noting a lost connection, if `result` shows one.
