@@ -250,6 +250,26 @@ TEST_F(PostgresTransaction, UnknownOrReleasedSavepointIsInvalidArgument) {
   EXPECT_EQ(Admin("SELECT k FROM effects"), (Rows{{"a"}}));
 }
 
+TEST_F(PostgresTransaction, TimeoutChangedByTheCallersSqlIsRestoredForTheNextTransaction) {
+  StoreOptions options;
+  options.max_connections = 1;  // the next transaction gets the same connection
+  options.statement_timeout = std::chrono::milliseconds(1234);
+  std::unique_ptr<Store> single = Open(options);
+  auto show = [&] {
+    auto tx = Begin(*single);
+    absl::StatusOr<std::vector<SqlRow>> rows = tx->Query("SHOW statement_timeout");
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    return rows.ok() ? std::get<std::string>((*rows)[0][0]) : std::string();
+  };
+  EXPECT_EQ(show(), "1234ms");
+  {
+    auto tx = Begin(*single);
+    ASSERT_TRUE(tx->Execute("SET statement_timeout = 0").ok());
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  EXPECT_EQ(show(), "1234ms");
+}
+
 TEST_F(PostgresTransaction, NativeHandleWritesInsideTheTransaction) {
   auto tx = Begin(*store_);
   auto* conn = static_cast<PGconn*>(tx->native_handle());
