@@ -20,10 +20,17 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::s
                                                                     std::string_view target,
                                                                     const std::string& session_sql,
                                                                     int connect_timeout_s) {
-  // Entries before the expanded "dbname" are defaults the conninfo may override.
+  // Entries before the expanded "dbname" are defaults the conninfo may override. TCP keepalives
+  // notice a server that vanished without closing the socket within about 25 s of silence.
   const std::string timeout = std::to_string(connect_timeout_s);
-  const char* const keys[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
-  const char* const values[] = {timeout.c_str(), "idem", conninfo.c_str(), nullptr};
+  const char* const keys[] = {"connect_timeout",
+                              "fallback_application_name",
+                              "keepalives_idle",
+                              "keepalives_interval",
+                              "keepalives_count",
+                              "dbname",
+                              nullptr};
+  const char* const values[] = {timeout.c_str(), "idem", "10", "5", "3", conninfo.c_str(), nullptr};
   PGconn* conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (conn == nullptr) return absl::ResourceExhaustedError("libpq could not allocate a connection");
   if (PQstatus(conn) != CONNECTION_OK) {
