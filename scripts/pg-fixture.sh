@@ -26,7 +26,7 @@ if [[ -z "$pg_bin" ]]; then
   done
 fi
 if [[ -z "$pg_bin" || ! -x "$pg_bin/initdb" ]]; then
-  echo "pg-fixture: no PostgreSQL server binaries found under /usr/lib/postgresql/*/bin;" \
+  echo "pg-fixture: no PostgreSQL server binaries found (${IDEM_PG_BIN:-/usr/lib/postgresql/*/bin});" \
        "install the Debian package 'postgresql' (scripts/install-deps.sh) or set IDEM_PG_BIN" >&2
   exit 1
 fi
