@@ -54,7 +54,7 @@ void ConnectionPool::Adopt(std::unique_ptr<Connection> conn) {
 void ConnectionPool::Return(std::unique_ptr<Connection> conn) {
   // A connection still inside a transaction (a caller gave up midway) is rolled back; one that
   // cannot be is closed rather than handed to the next caller.
-  if (conn->InTransaction() && (!conn->Exec("ROLLBACK").ok() || conn->InTransaction())) {
+  if (conn->InTransaction() && (!conn->Run("ROLLBACK").ok() || conn->InTransaction())) {
     conn.reset();
   }
   std::lock_guard lock(mu_);

@@ -130,6 +130,14 @@ absl::Status Connection::Exec(std::string_view sql) {
                     fmt::format("running '{}'", text.substr(0, 60)));
 }
 
+absl::Status Connection::Run(std::string_view sql) {
+  IDEM_ASSIGN_OR_RETURN(Statement stmt, Prepare(sql));
+  int rc = SQLITE_ROW;
+  while (rc == SQLITE_ROW) rc = sqlite3_step(stmt.get());
+  if (rc == SQLITE_DONE) return absl::OkStatus();
+  return FromSqlite(rc, db_, fmt::format("running '{}'", sql.substr(0, 60)));
+}
+
 absl::StatusOr<Statement> Connection::Prepare(std::string_view sql) {
   if (auto it = cache_.find(sql); it != cache_.end()) return Statement(db_, it->second, false);
   sqlite3_stmt* stmt = nullptr;

@@ -81,6 +81,11 @@ class Connection {
   // Runs `sql` (one or more statements, no parameters). Errors: as FromSqlite.
   absl::Status Exec(std::string_view sql);
 
+  // Runs one statement without parameters (BEGIN, COMMIT, SAVEPOINT x, …) from the statement
+  // cache, so that it is parsed once per connection rather than at every run.
+  // Errors: as FromSqlite; InvalidArgument as Prepare.
+  absl::Status Run(std::string_view sql);
+
   // Prepares one statement, from the connection's cache when it was prepared before.
   // Errors: InvalidArgument when SQLite rejects the SQL or it holds more than one statement.
   absl::StatusOr<Statement> Prepare(std::string_view sql);

@@ -24,10 +24,10 @@ using sqlite::ConnectionPool;
 // Runs `body` inside BEGIN IMMEDIATE … COMMIT on `conn`: writers queue on SQLite's write lock
 // (up to lock_timeout) instead of failing on a lock upgrade. Rolls back when anything fails.
 absl::Status InWriteTransaction(Connection& conn, const std::function<absl::Status()>& body) {
-  IDEM_RETURN_IF_ERROR(conn.Exec("BEGIN IMMEDIATE"));
+  IDEM_RETURN_IF_ERROR(conn.Run("BEGIN IMMEDIATE"));
   absl::Status status = body();
-  if (status.ok()) status = conn.Exec("COMMIT");
-  if (!status.ok() && conn.InTransaction()) conn.Exec("ROLLBACK").IgnoreError();
+  if (status.ok()) status = conn.Run("COMMIT");
+  if (!status.ok() && conn.InTransaction()) conn.Run("ROLLBACK").IgnoreError();
   return status;
 }
 

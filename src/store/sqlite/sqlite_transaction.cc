@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <string>
@@ -88,7 +89,7 @@ SqlValue ColumnValue(const Statement& stmt, int col) {
 
 absl::StatusOr<std::unique_ptr<SqliteTransaction>> SqliteTransaction::Begin(
     ConnectionPool::Lease lease, const Clock& clock, Millis retention) {
-  IDEM_RETURN_IF_ERROR(lease->Exec("BEGIN IMMEDIATE"));
+  IDEM_RETURN_IF_ERROR(lease->Run("BEGIN IMMEDIATE"));
   return std::unique_ptr<SqliteTransaction>(
       new SqliteTransaction(std::move(lease), clock, retention));
 }
@@ -200,7 +201,10 @@ absl::Status SqliteTransaction::RunSavepointCommand(std::string_view verb,
         "starting with a digit)",
         name));
   }
-  return lease_->Exec(fmt::format("{} {}", verb, name));
+  // Built on the stack: the cached statement is found by its text without allocating.
+  std::array<char, 96> sql;
+  const auto written = fmt::format_to_n(sql.data(), sql.size(), "{} {}", verb, name);
+  return lease_->Run(std::string_view(sql.data(), written.size));
 }
 
 absl::Status SqliteTransaction::Savepoint(std::string_view name) {
@@ -223,9 +227,9 @@ absl::Status SqliteTransaction::Commit() {
         "commit failed: SQLite had already rolled the transaction back after an earlier error; "
         "nothing was committed, retry the whole transaction");
   }
-  absl::Status status = lease_->Exec("COMMIT");
+  absl::Status status = lease_->Run("COMMIT");
   if (status.ok()) return status;
-  if (lease_->InTransaction()) lease_->Exec("ROLLBACK").IgnoreError();
+  if (lease_->InTransaction()) lease_->Run("ROLLBACK").IgnoreError();
   return absl::UnavailableError(fmt::format(
       "commit failed, nothing was committed; retry the whole transaction ({})",
       std::string(status.message())));
@@ -235,7 +239,7 @@ absl::Status SqliteTransaction::Rollback() {
   if (!open_) return absl::OkStatus();
   open_ = false;
   if (!lease_->InTransaction()) return absl::OkStatus();
-  return lease_->Exec("ROLLBACK");
+  return lease_->Run("ROLLBACK");
 }
 
 }  // namespace idem::sqlite
