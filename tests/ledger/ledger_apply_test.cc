@@ -57,8 +57,8 @@ TEST_F(LedgerApplyTest, SameFileAppliedTwiceAppliesNothingTheSecondTime) {
   EXPECT_EQ(second.out, "applied 0, replayed 200, rejected 0\n");
   EXPECT_EQ(Balances(), balances);
   EXPECT_EQ(balances, ledger::BalancesJson(ExpectedBalances(SplitLines(generated.out))) + "\n");
-  for (const auto& [key, entries] : EntriesPerKey(db())) EXPECT_EQ(entries, 2) << key;
-  EXPECT_EQ(EntriesPerKey(db()).size(), 200u);
+  for (const auto& [key, entries] : EntriesPerKey(store())) EXPECT_EQ(entries, 2) << key;
+  EXPECT_EQ(EntriesPerKey(store()).size(), 200u);
 }
 
 TEST_F(LedgerApplyTest, MalformedLinesAreReportedByLineNumberAndStoreNothing) {
@@ -82,7 +82,7 @@ TEST_F(LedgerApplyTest, MalformedLinesAreReportedByLineNumberAndStoreNothing) {
   EXPECT_THAT(run.err, HasSubstr(file + ":5: 'from' and 'to' are both 'a'"));
   EXPECT_THAT(run.err, HasSubstr(file + ":6: field 'key' is not a valid idempotency key"));
   EXPECT_THAT(run.err, HasSubstr(file + ":7: field 'amount' must be an integer"));
-  EXPECT_THAT(EntriesPerKey(db()), ElementsAre(Pair("good-1", 2), Pair("good-2", 2)));
+  EXPECT_THAT(EntriesPerKey(store()), ElementsAre(Pair("good-1", 2), Pair("good-2", 2)));
   EXPECT_EQ(Balances(), "{\"a\":-5,\"b\":3,\"c\":2}\n");
   for (const char* key : {"no-amount", "zero", "same", "fraction"}) {
     EXPECT_EQ(Record(key).status().code(), absl::StatusCode::kNotFound) << key;
@@ -128,7 +128,7 @@ TEST_F(LedgerApplyTest, DeclinedTransferIsStoredAsFailedFinalAndDeclinedAgainOnR
   auto record = Record("t-2");
   ASSERT_TRUE(record.ok()) << record.status();
   EXPECT_EQ(record->state, KeyState::kFailedFinal);
-  EXPECT_THAT(EntriesPerKey(db()), ElementsAre(Pair("t-1", 2), Pair("t-3", 2)));
+  EXPECT_THAT(EntriesPerKey(store()), ElementsAre(Pair("t-1", 2), Pair("t-3", 2)));
 
   // Without the limit the stored refusal still stands: the key's outcome is decided.
   Finished again = Apply(file);

@@ -1,13 +1,14 @@
 #include "ledger_files.h"
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <variant>
 
+#include "idem/store.h"
 #include "transfer.h"
 
 namespace idem::ledger_test {
@@ -51,42 +52,48 @@ std::map<std::string, int64_t> ExpectedBalances(const std::vector<std::string>& 
   return balances;
 }
 
-std::map<std::string, int64_t> QueryPairs(const std::string& db_path, const std::string& sql) {
-  std::map<std::string, int64_t> rows;
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
-    ADD_FAILURE() << "cannot open " << db_path << ": " << sqlite3_errmsg(db);
-    sqlite3_close(db);
-    return rows;
+std::map<std::string, int64_t> QueryPairs(const std::string& store_uri, const std::string& sql) {
+  std::map<std::string, int64_t> pairs;
+  auto store = OpenStore(store_uri);
+  if (!store.ok()) {
+    ADD_FAILURE() << "cannot open " << store_uri << ": " << store.status();
+    return pairs;
   }
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-    ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
-  } else {
-    int rc;
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-      const auto* text = sqlite3_column_text(stmt, 0);
-      rows[text == nullptr ? "" : reinterpret_cast<const char*>(text)] =
-          sqlite3_column_int64(stmt, 1);
+  auto tx = (*store)->Begin();
+  if (!tx.ok()) {
+    ADD_FAILURE() << "cannot begin a transaction on " << store_uri << ": " << tx.status();
+    return pairs;
+  }
+  absl::StatusOr<std::vector<SqlRow>> rows = (*tx)->Query(sql);
+  EXPECT_TRUE(rows.ok()) << sql << ": " << rows.status();
+  EXPECT_TRUE((*tx)->Rollback().ok());
+  if (!rows.ok()) return pairs;
+  for (const SqlRow& row : *rows) {
+    const auto* name = row.size() == 2 ? std::get_if<std::string>(&row[0]) : nullptr;
+    const auto* value = row.size() == 2 ? std::get_if<int64_t>(&row[1]) : nullptr;
+    if (name == nullptr || value == nullptr) {
+      ADD_FAILURE() << sql << ": a row is not (text, integer)";
+      continue;
     }
-    if (rc != SQLITE_DONE) ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
+    pairs[*name] = *value;
   }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return rows;
+  return pairs;
 }
 
-std::map<std::string, int64_t> EntriesPerKey(const std::string& db_path) {
-  return QueryPairs(db_path,
+std::map<std::string, int64_t> EntriesPerKey(const std::string& store_uri) {
+  return QueryPairs(store_uri,
                     "SELECT transfer_key, COUNT(*) FROM ledger_entries GROUP BY transfer_key");
 }
 
-std::map<std::string, int64_t> EntrySumsPerAccount(const std::string& db_path) {
-  return QueryPairs(db_path, "SELECT account, SUM(delta) FROM ledger_entries GROUP BY account");
+// PostgreSQL's SUM of a BIGINT is NUMERIC (read back as a double): cast it back to an integer.
+std::map<std::string, int64_t> EntrySumsPerAccount(const std::string& store_uri) {
+  return QueryPairs(store_uri,
+                    "SELECT account, CAST(SUM(delta) AS BIGINT) FROM ledger_entries "
+                    "GROUP BY account");
 }
 
-std::map<std::string, int64_t> StoredBalances(const std::string& db_path) {
-  return QueryPairs(db_path, "SELECT account, balance FROM ledger_balances");
+std::map<std::string, int64_t> StoredBalances(const std::string& store_uri) {
+  return QueryPairs(store_uri, "SELECT account, balance FROM ledger_balances");
 }
 
 }  // namespace idem::ledger_test

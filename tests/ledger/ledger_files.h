@@ -1,6 +1,7 @@
-// Scratch files and direct reads of a ledger's SQLite database, for the ledger's tests. The
-// database is read with the sqlite3 API, not through idem-ledger, so that what the tests check
-// does not depend on the code under test.
+// Scratch files and direct reads of a ledger's tables, for the ledger's tests. The tables are read
+// with plain SQL through the store's own transaction (idem::OpenStore → Begin → Query), not
+// through idem-ledger, so that what the tests check does not depend on the code under test, and
+// the same checks run on every backend (SQLite and PostgreSQL).
 #ifndef IDEM_TESTS_LEDGER_LEDGER_FILES_H_
 #define IDEM_TESTS_LEDGER_LEDGER_FILES_H_
 
@@ -35,16 +36,18 @@ std::vector<std::string> SplitLines(const std::string& text);
 // Returns the balances a file of valid transfers must produce: account → sum of its legs.
 std::map<std::string, int64_t> ExpectedBalances(const std::vector<std::string>& lines);
 
-// Runs `sql` (a query of two columns: text, integer) on the SQLite database at `db_path` and
-// returns its rows as a map. Fails the current test on a database error.
-std::map<std::string, int64_t> QueryPairs(const std::string& db_path, const std::string& sql);
+// Runs `sql` (a query of two columns: text, integer; SQL both SQLite and PostgreSQL accept) in a
+// read-only use of a transaction of the store at `store_uri` (sqlite:PATH or postgresql://…),
+// rolls it back, and returns the rows as a map. Fails the current test on any error or on a row
+// of other types.
+std::map<std::string, int64_t> QueryPairs(const std::string& store_uri, const std::string& sql);
 
 // transfer key → how many ledger_entries rows carry it.
-std::map<std::string, int64_t> EntriesPerKey(const std::string& db_path);
+std::map<std::string, int64_t> EntriesPerKey(const std::string& store_uri);
 // account → sum of its ledger_entries deltas.
-std::map<std::string, int64_t> EntrySumsPerAccount(const std::string& db_path);
+std::map<std::string, int64_t> EntrySumsPerAccount(const std::string& store_uri);
 // account → ledger_balances.balance.
-std::map<std::string, int64_t> StoredBalances(const std::string& db_path);
+std::map<std::string, int64_t> StoredBalances(const std::string& store_uri);
 
 }  // namespace idem::ledger_test
 
