@@ -88,14 +88,28 @@ absl::Status BindClaim(Statement& stmt, const ClaimParams& p) {
 }  // namespace
 
 absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const ClaimParams& p) {
+  // No RETURNING: SQLite would buffer the returned row in a temporary table at every claim. The
+  // new record is exactly the values inserted, so it is built from them.
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
                    "lease_until, created, updated, expires) "
                    "VALUES (?1, ?2, ?3, 'in_progress', 1, ?4, ?6, ?5, ?5, ?7) "
-                   "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_KEY_COLUMNS));
+                   "ON CONFLICT (tenant, key) DO NOTHING"));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
-  return StepRecord(stmt);
+  IDEM_ASSIGN_OR_RETURN(int64_t inserted, StepChanges(conn, stmt));
+  if (inserted != 1) return std::nullopt;
+  std::optional<KeyRecord> record(std::in_place);
+  record->scope = p.scope;
+  record->fingerprint = p.fingerprint;
+  record->state = KeyState::kInProgress;
+  record->fence = 1;
+  record->owner = p.owner;
+  record->lease_until_ms = p.lease_until_ms;
+  record->created_ms = p.now_ms;
+  record->updated_ms = p.now_ms;
+  record->expires_ms = p.expires_ms;
+  return record;
 }
 
 absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const ClaimParams& p) {
