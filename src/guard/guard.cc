@@ -11,8 +11,9 @@
 namespace idem {
 namespace {
 
-// Savepoints: one around each call (claim + effect + outcome), so a batch can undo one call;
-// one before the effect, so a deterministic failure keeps the claim but not the effect's writes.
+// Savepoints: one around each call of a batch (claim + effect + outcome), so a batch can undo one
+// call; one before the effect, so a deterministic failure keeps the claim but not the effect's
+// writes.
 constexpr std::string_view kCallSavepoint = "idem_call";
 constexpr std::string_view kEffectSavepoint = "idem_effect";
 
@@ -23,6 +24,60 @@ void SleepBeforeRetry(int attempt) {
   const int64_t ceiling_ms = std::min<int64_t>(1000, int64_t{10} << std::min(attempt, 10));
   std::uniform_int_distribution<int64_t> pick(0, ceiling_ms);
   std::this_thread::sleep_for(Millis(pick(rng)));
+}
+
+struct CallArgs {
+  const Scope& scope;
+  std::string_view fingerprint;
+  const Effect& effect;
+  // true: the call runs inside its own savepoint kCallSavepoint (a batch), which undoing the
+  // call rolls back to. false: the call has the transaction to itself (Run), and its caller
+  // rolls the whole transaction back instead, so the savepoint would only cost statements.
+  bool call_savepoint;
+};
+
+// Undoes the call's claim and writes (when it has its own savepoint) and returns `why`.
+absl::Status UndoCall(StoreTransaction& tx, const CallArgs& call, absl::Status why) {
+  if (!call.call_savepoint) return why;
+  IDEM_RETURN_IF_ERROR(tx.RollbackToSavepoint(kCallSavepoint));
+  IDEM_RETURN_IF_ERROR(tx.ReleaseSavepoint(kCallSavepoint));
+  return why;
+}
+
+absl::Status EndCall(StoreTransaction& tx, const CallArgs& call) {
+  return call.call_savepoint ? tx.ReleaseSavepoint(kCallSavepoint) : absl::OkStatus();
+}
+
+// Claims, runs the effect and records its outcome, all inside `tx`. With call_savepoint, `tx`
+// stays usable whatever the call's outcome.
+absl::StatusOr<GuardResult> RunCall(StoreTransaction& tx, const CallArgs& call,
+                                    const GuardOptions& options) {
+  absl::StatusOr<ClaimResult> claim = tx.Claim(call.scope, call.fingerprint, options.owner);
+  if (!claim.ok()) return UndoCall(tx, call, claim.status());
+  if (!claim->claimed) {
+    IDEM_RETURN_IF_ERROR(EndCall(tx, call));
+    return guard_internal::ReplayOf(claim->record, call.fingerprint);
+  }
+  IDEM_RETURN_IF_ERROR(tx.Savepoint(kEffectSavepoint));
+  absl::StatusOr<StoredResponse> response = call.effect(tx);
+  if (!response.ok()) return UndoCall(tx, call, response.status());
+  GuardResult result{.response = *std::move(response)};
+  switch (options.classifier.Classify(result.response.status)) {
+    case OutcomeClass::kTransient:
+      IDEM_RETURN_IF_ERROR(UndoCall(tx, call, absl::OkStatus()));
+      result.state = KeyState::kInProgress;
+      return result;
+    case OutcomeClass::kFailedFinal:
+      IDEM_RETURN_IF_ERROR(tx.RollbackToSavepoint(kEffectSavepoint));
+      result.state = KeyState::kFailedFinal;
+      break;
+    case OutcomeClass::kCompleted:
+      result.state = KeyState::kCompleted;
+      break;
+  }
+  IDEM_RETURN_IF_ERROR(tx.Finish(call.scope, claim->record.fence, result.state, result.response));
+  IDEM_RETURN_IF_ERROR(EndCall(tx, call));
+  return result;
 }
 
 }  // namespace
@@ -58,8 +113,9 @@ absl::StatusOr<std::vector<absl::StatusOr<GuardResult>>> Guard::RunBatch(
 absl::StatusOr<GuardResult> Guard::RunOnce(const Scope& scope, std::string_view fingerprint,
                                            const Effect& effect) {
   IDEM_ASSIGN_OR_RETURN(std::unique_ptr<StoreTransaction> tx, store_.Begin());
-  const GuardCall call{scope, std::string(fingerprint), effect};
-  absl::StatusOr<GuardResult> result = RunInTransaction(*tx, call);
+  // The call has the transaction to itself: anything to undo is undone by rolling it all back.
+  absl::StatusOr<GuardResult> result =
+      RunCall(*tx, {scope, fingerprint, effect, /*call_savepoint=*/false}, options_);
   if (!result.ok() || result->replayed || result->state == KeyState::kInProgress) {
     // Nothing of ours to keep: end the transaction without a durable write.
     IDEM_RETURN_IF_ERROR(tx->Rollback());
@@ -88,38 +144,8 @@ absl::StatusOr<std::vector<absl::StatusOr<GuardResult>>> Guard::RunBatchOnce(
 
 absl::StatusOr<GuardResult> Guard::RunInTransaction(StoreTransaction& tx, const GuardCall& call) {
   IDEM_RETURN_IF_ERROR(tx.Savepoint(kCallSavepoint));
-  // Undoes this call's claim and writes, leaving the transaction usable for the next call.
-  auto undo_call = [&tx](absl::Status why) -> absl::Status {
-    IDEM_RETURN_IF_ERROR(tx.RollbackToSavepoint(kCallSavepoint));
-    IDEM_RETURN_IF_ERROR(tx.ReleaseSavepoint(kCallSavepoint));
-    return why;
-  };
-  absl::StatusOr<ClaimResult> claim = tx.Claim(call.scope, call.fingerprint, options_.owner);
-  if (!claim.ok()) return undo_call(claim.status());
-  if (!claim->claimed) {
-    IDEM_RETURN_IF_ERROR(tx.ReleaseSavepoint(kCallSavepoint));
-    return guard_internal::ReplayOf(claim->record, call.fingerprint);
-  }
-  IDEM_RETURN_IF_ERROR(tx.Savepoint(kEffectSavepoint));
-  absl::StatusOr<StoredResponse> response = call.effect(tx);
-  if (!response.ok()) return undo_call(response.status());
-  GuardResult result{.response = *std::move(response)};
-  switch (options_.classifier.Classify(result.response.status)) {
-    case OutcomeClass::kTransient:
-      IDEM_RETURN_IF_ERROR(undo_call(absl::OkStatus()));
-      result.state = KeyState::kInProgress;
-      return result;
-    case OutcomeClass::kFailedFinal:
-      IDEM_RETURN_IF_ERROR(tx.RollbackToSavepoint(kEffectSavepoint));
-      result.state = KeyState::kFailedFinal;
-      break;
-    case OutcomeClass::kCompleted:
-      result.state = KeyState::kCompleted;
-      break;
-  }
-  IDEM_RETURN_IF_ERROR(tx.Finish(call.scope, claim->record.fence, result.state, result.response));
-  IDEM_RETURN_IF_ERROR(tx.ReleaseSavepoint(kCallSavepoint));
-  return result;
+  return RunCall(tx, {call.scope, call.fingerprint, call.effect, /*call_savepoint=*/true},
+                 options_);
 }
 
 }  // namespace idem
