@@ -24,7 +24,10 @@ bool HasAnotherStatement(sqlite3* db, std::string_view rest) {
 }  // namespace
 
 Statement::Statement(Statement&& other) noexcept
-    : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)), owned_(other.owned_) {}
+    : db_(other.db_),
+      stmt_(std::exchange(other.stmt_, nullptr)),
+      owned_(other.owned_),
+      notes_(other.notes_) {}
 
 Statement::~Statement() {
   if (stmt_ == nullptr) return;
@@ -120,7 +123,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& 
 }
 
 Connection::~Connection() {
-  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  for (auto& [sql, cached] : cache_) sqlite3_finalize(cached.stmt);
   sqlite3_close_v2(db_);
 }
 
@@ -139,7 +142,9 @@ absl::Status Connection::Run(std::string_view sql) {
 }
 
 absl::StatusOr<Statement> Connection::Prepare(std::string_view sql) {
-  if (auto it = cache_.find(sql); it != cache_.end()) return Statement(db_, it->second, false);
+  if (auto it = cache_.find(sql); it != cache_.end()) {
+    return Statement(db_, it->second.stmt, false, &it->second.notes);
+  }
   sqlite3_stmt* stmt = nullptr;
   const char* tail = nullptr;
   const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
@@ -160,8 +165,8 @@ absl::StatusOr<Statement> Connection::Prepare(std::string_view sql) {
         "the SQL holds more than one statement; pass one statement per call (in: {})", sql));
   }
   if (cache_.size() >= kMaxCachedStatements) return Statement(db_, stmt, true);
-  cache_.emplace(std::string(sql), stmt);
-  return Statement(db_, stmt, false);
+  const auto it = cache_.emplace(std::string(sql), Cached{stmt, {}}).first;
+  return Statement(db_, stmt, false, &it->second.notes);
 }
 
 absl::StatusOr<int64_t> Connection::QueryInt(std::string_view sql) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,11 +25,24 @@ struct ConnectionSettings {
   bool synchronous_full = true;  // synchronous=FULL, else NORMAL
 };
 
+// What the layer above learnt about a statement's text (its $N parameters, whether it ends the
+// transaction), kept beside the cached statement so that it is worked out once per statement
+// rather than at every run. Filled in by that layer; `analysed` says whether it has been.
+struct StatementNotes {
+  bool analysed = false;
+  bool ends_transaction = false;
+  std::vector<size_t> dollar_of_param;  // [i - 1]: N of parameter i written $N, else 0
+  std::vector<size_t> bound_dollar;     // as dollar_of_param, 0 also for $0N: gets no value
+  size_t max_dollar = 0;                // the largest N used (0 when any parameter is not $N)
+  size_t dollar_prefix = 0;             // the largest K with $1..$K all used
+};
+
 // A prepared statement in use. Destroying it resets the statement and clears its bindings, so the
 // cached statement is ready for the next user (and holds no read snapshot open).
 class Statement {
  public:
-  Statement(sqlite3* db, sqlite3_stmt* stmt, bool owned) : db_(db), stmt_(stmt), owned_(owned) {}
+  Statement(sqlite3* db, sqlite3_stmt* stmt, bool owned, StatementNotes* notes = nullptr)
+      : db_(db), stmt_(stmt), owned_(owned), notes_(notes) {}
   Statement(Statement&& other) noexcept;
   Statement& operator=(Statement&&) = delete;
   Statement(const Statement&) = delete;
@@ -53,11 +67,14 @@ class Statement {
   std::string ColumnBytes(int col) const;
 
   sqlite3_stmt* get() const { return stmt_; }
+  // The notes kept with the cached statement; null for a statement outside the cache.
+  StatementNotes* notes() const { return notes_; }
 
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_;
   bool owned_;
+  StatementNotes* notes_;
 };
 
 class Connection {
@@ -105,8 +122,13 @@ class Connection {
   // grow it without limit.
   static constexpr size_t kMaxCachedStatements = 128;
 
+  struct Cached {
+    sqlite3_stmt* stmt;
+    StatementNotes notes;
+  };
+
   sqlite3* db_;
-  std::map<std::string, sqlite3_stmt*, std::less<>> cache_;
+  std::map<std::string, Cached, std::less<>> cache_;
 };
 
 }  // namespace idem::sqlite

@@ -258,6 +258,24 @@ TEST_F(SqliteStoreTest, ParametersThatDoNotMatchTheSqlAreInvalidArgument) {
   EXPECT_EQ(rows, (std::vector<SqlRow>{{int64_t{2}, int64_t{1}}}));
 }
 
+// The store works a statement's parameters out once and keeps that with the cached statement:
+// the rules must hold the same on every later run of the same SQL.
+TEST_F(SqliteStoreTest, ParameterRulesHoldOnEveryRunOfTheSameSql) {
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());
+  const SqlValue one[] = {int64_t{7}};
+  const SqlValue two[] = {int64_t{1}, int64_t{2}};
+  for (int run = 0; run < 3; ++run) {
+    EXPECT_EQ(CodeOf(tx->Query("SELECT $1, $2", one)), StatusCode::kInvalidArgument) << run;
+    IDEM_ASSERT_OK_AND_ASSIGN(std::vector<SqlRow> rows, tx->Query("SELECT $1, $2", two));
+    EXPECT_EQ(rows, (std::vector<SqlRow>{{int64_t{1}, int64_t{2}}})) << run;
+    EXPECT_EQ(CodeOf(tx->Query("SELECT $2", two)), StatusCode::kInvalidArgument) << run;
+    IDEM_ASSERT_OK_AND_ASSIGN(rows, tx->Query("SELECT $1 + $1", one));
+    EXPECT_EQ(rows, (std::vector<SqlRow>{{int64_t{14}}})) << run;
+    EXPECT_EQ(CodeOf(tx->Execute("COMMIT")), StatusCode::kInvalidArgument) << run;
+  }
+}
+
 TEST_F(SqliteStoreTest, MoreThanOneStatementPerCallIsInvalidArgument) {
   IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
   IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());

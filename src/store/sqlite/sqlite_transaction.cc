@@ -62,6 +62,33 @@ size_t DollarIndex(const char* name) {
   return n;
 }
 
+// Works out once what PrepareBound needs of a statement: whether it ends the transaction, and
+// which $N each of its parameters is.
+void Analyse(sqlite3_stmt* stmt, StatementNotes& notes) {
+  notes.ends_transaction = EndsTransaction(stmt);
+  const int count = sqlite3_bind_parameter_count(stmt);
+  notes.dollar_of_param.assign(static_cast<size_t>(count), 0);
+  std::vector<bool> used(static_cast<size_t>(count) + 1, false);
+  bool all_dollar = true;
+  notes.bound_dollar.assign(static_cast<size_t>(count), 0);
+  for (int i = 1; i <= count; ++i) {
+    const char* name = sqlite3_bind_parameter_name(stmt, i);
+    const size_t n = DollarIndex(name);
+    notes.dollar_of_param[static_cast<size_t>(i - 1)] = n;
+    all_dollar = all_dollar && n != 0;
+    notes.max_dollar = std::max(notes.max_dollar, n);
+    // Values go to parameters named exactly $N: one written $01 is accepted but left NULL.
+    if (n == 0 || name[1] == '0') continue;
+    notes.bound_dollar[static_cast<size_t>(i - 1)] = n;
+    if (n <= static_cast<size_t>(count)) used[n] = true;
+  }
+  if (!all_dollar) notes.max_dollar = 0;
+  while (notes.dollar_prefix < static_cast<size_t>(count) && used[notes.dollar_prefix + 1]) {
+    ++notes.dollar_prefix;
+  }
+  notes.analysed = true;
+}
+
 absl::Status BindValue(Statement& stmt, int index, const SqlValue& value) {
   if (const auto* i = std::get_if<int64_t>(&value)) return stmt.BindInt(index, *i);
   if (const auto* d = std::get_if<double>(&value)) return stmt.BindDouble(index, *d);
@@ -106,30 +133,35 @@ absl::StatusOr<Statement> SqliteTransaction::PrepareBound(std::string_view sql,
                                                           std::span<const SqlValue> params) {
   IDEM_RETURN_IF_ERROR(CheckOpen("running SQL"));
   IDEM_ASSIGN_OR_RETURN(Statement stmt, lease_->Prepare(sql));
-  if (EndsTransaction(stmt.get())) {
+  // A statement outside the connection's cache is analysed afresh every time.
+  StatementNotes uncached;
+  StatementNotes& notes = stmt.notes() != nullptr ? *stmt.notes() : uncached;
+  if (!notes.analysed) Analyse(stmt.get(), notes);
+  if (notes.ends_transaction) {
     return absl::InvalidArgumentError(fmt::format(
         "the SQL would begin, commit or roll back the transaction itself; the store does that "
         "(use Savepoint/RollbackToSavepoint for partial undo) (in: {})",
         sql));
   }
-  const int count = sqlite3_bind_parameter_count(stmt.get());
-  for (int i = 1; i <= count; ++i) {
-    const size_t n = DollarIndex(sqlite3_bind_parameter_name(stmt.get(), i));
-    if (n == 0 || n > params.size()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "the SQL uses parameter {} but {} parameter(s) were passed; write parameters as "
-          "$1..$N and pass one value for each (in: {})",
-          i, params.size(), sql));
-    }
+  // Every parameter is some $N with N <= params.size(), and every $1..$params.size() is used.
+  const size_t count = notes.dollar_of_param.size();
+  if (count > 0 && (notes.max_dollar == 0 || notes.max_dollar > params.size())) {
+    const auto bad = std::find_if(
+        notes.dollar_of_param.begin(), notes.dollar_of_param.end(),
+        [&params](size_t n) { return n == 0 || n > params.size(); });
+    return absl::InvalidArgumentError(fmt::format(
+        "the SQL uses parameter {} but {} parameter(s) were passed; write parameters as "
+        "$1..$N and pass one value for each (in: {})",
+        bad - notes.dollar_of_param.begin() + 1, params.size(), sql));
   }
-  for (size_t n = 1; n <= params.size(); ++n) {
-    const std::string name = fmt::format("${}", n);
-    const int index = sqlite3_bind_parameter_index(stmt.get(), name.c_str());
-    if (index == 0) {
-      return absl::InvalidArgumentError(fmt::format(
-          "parameter {} was passed but the SQL does not use it (in: {})", name, sql));
-    }
-    IDEM_RETURN_IF_ERROR(BindValue(stmt, index, params[n - 1]));
+  if (params.size() > notes.dollar_prefix) {
+    return absl::InvalidArgumentError(
+        fmt::format("parameter ${} was passed but the SQL does not use it (in: {})",
+                    notes.dollar_prefix + 1, sql));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const size_t n = notes.bound_dollar[i];
+    if (n != 0) IDEM_RETURN_IF_ERROR(BindValue(stmt, static_cast<int>(i + 1), params[n - 1]));
   }
   return stmt;
 }
