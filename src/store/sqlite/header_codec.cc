@@ -9,7 +9,9 @@ namespace idem::sqlite {
 namespace {
 
 void AppendField(std::string& out, std::string_view field) {
-  out += std::to_string(field.size());
+  char digits[20];
+  const auto end = std::to_chars(digits, digits + sizeof(digits), field.size()).ptr;
+  out.append(digits, end);
   out += ':';
   out += field;
 }
@@ -31,7 +33,11 @@ std::optional<std::string> ReadField(std::string_view& in) {
 }  // namespace
 
 std::string EncodeHeaders(const std::vector<Header>& headers) {
+  // One allocation: each field takes its bytes plus at most 20 digits and a ':'.
+  size_t size = 0;
+  for (const Header& header : headers) size += header.name.size() + header.value.size() + 42;
   std::string out;
+  out.reserve(size);
   for (const Header& header : headers) {
     AppendField(out, header.name);
     AppendField(out, header.value);

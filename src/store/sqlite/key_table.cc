@@ -164,6 +164,8 @@ absl::StatusOr<int64_t> ExtendLease(Connection& conn, const Scope& scope, int64_
 absl::StatusOr<int64_t> RecordOutcome(Connection& conn, const Scope& scope, int64_t fence,
                                       KeyState state, const StoredResponse& response,
                                       int64_t now_ms, int64_t expires_ms) {
+  // Declared before the statement, which borrows it until it is destroyed.
+  const std::string headers = EncodeHeaders(response.headers);
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("UPDATE idem_keys SET state = ?5, status = ?6, headers = ?7, body = ?8, "
@@ -174,7 +176,7 @@ absl::StatusOr<int64_t> RecordOutcome(Connection& conn, const Scope& scope, int6
   IDEM_RETURN_IF_ERROR(stmt.BindInt(4, now_ms));
   IDEM_RETURN_IF_ERROR(stmt.BindText(5, StateText(state)));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(6, response.status));
-  IDEM_RETURN_IF_ERROR(stmt.BindBlob(7, EncodeHeaders(response.headers)));
+  IDEM_RETURN_IF_ERROR(stmt.BindBlob(7, headers));
   IDEM_RETURN_IF_ERROR(stmt.BindBlob(8, response.body));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(9, expires_ms));
   return StepChanges(conn, stmt);

@@ -49,7 +49,7 @@ absl::Status Statement::BindDouble(int index, double value) {
 
 absl::Status Statement::BindText(int index, std::string_view text) {
   return FromSqlite(
-      sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
+      sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8),
       db_, "binding a parameter");
 }
 
@@ -58,7 +58,7 @@ absl::Status Statement::BindBlob(int index, std::string_view bytes) {
   if (bytes.empty()) {
     return FromSqlite(sqlite3_bind_zeroblob(stmt_, index, 0), db_, "binding a parameter");
   }
-  return FromSqlite(sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT),
+  return FromSqlite(sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_STATIC),
                     db_, "binding a parameter");
 }
 

@@ -48,7 +48,8 @@ class Statement {
   Statement(const Statement&) = delete;
   ~Statement();
 
-  // Bind* take 1-based parameter indexes; values are copied. Errors: Internal (bad index).
+  // Bind* take 1-based parameter indexes. Text and blobs are borrowed, not copied: they must stay
+  // alive and unchanged until the Statement is destroyed. Errors: Internal (bad index).
   absl::Status BindInt(int index, int64_t value);
   absl::Status BindDouble(int index, double value);
   absl::Status BindText(int index, std::string_view text);
