@@ -6,7 +6,8 @@ namespace {
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS bare_keys ("
     " tenant TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,"
-    " state TEXT NOT NULL CHECK (state IN ('in_progress', 'completed', 'failed_final')),"
+    " state TEXT NOT NULL"
+    " CHECK (state = 'in_progress' OR state = 'completed' OR state = 'failed_final'),"
     " fence INTEGER NOT NULL CHECK (fence > 0), owner TEXT NOT NULL,"
     " lease_until INTEGER NOT NULL, status INTEGER NOT NULL DEFAULT 0,"
     " headers BLOB NOT NULL DEFAULT x'', body BLOB NOT NULL DEFAULT x'',"

@@ -1,10 +1,13 @@
 -- Migration 1: the key records (DESIGN §1). Timestamps are integer milliseconds since the Unix
--- epoch, UTC. A record counts as absent at and after `expires`.
+-- epoch, UTC. A record counts as absent at and after `expires`. The state CHECK is written as
+-- equalities, not IN (...): SQLite builds a temporary index for an IN list at every INSERT and
+-- UPDATE that checks it.
 CREATE TABLE idem_keys (
   tenant      TEXT    NOT NULL,
   key         TEXT    NOT NULL,
   fingerprint TEXT    NOT NULL,
-  state       TEXT    NOT NULL CHECK (state IN ('in_progress', 'completed', 'failed_final')),
+  state       TEXT    NOT NULL
+              CHECK (state = 'in_progress' OR state = 'completed' OR state = 'failed_final'),
   fence       INTEGER NOT NULL CHECK (fence > 0),
   owner       TEXT    NOT NULL,
   lease_until INTEGER NOT NULL,
