@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "common/status_macros.h"
@@ -141,8 +142,21 @@ absl::Status Connection::Run(std::string_view sql) {
   return FromSqlite(rc, db_, fmt::format("running '{}'", sql.substr(0, 60)));
 }
 
+Connection::Cache::iterator Connection::Find(std::string_view sql) {
+  const auto address = reinterpret_cast<std::uintptr_t>(sql.data());
+  Recent& slot = recent_[((address >> 3) ^ sql.size()) % kRecentSlots];
+  // The text is compared too: a caller's buffer may hold other SQL at the same address later.
+  if (slot.data != nullptr && slot.data == sql.data() && slot.size == sql.size() &&
+      slot.it->first == sql) {
+    return slot.it;
+  }
+  const auto it = cache_.find(sql);
+  if (it != cache_.end()) slot = Recent{sql.data(), sql.size(), it};
+  return it;
+}
+
 absl::StatusOr<Statement> Connection::Prepare(std::string_view sql) {
-  if (auto it = cache_.find(sql); it != cache_.end()) {
+  if (auto it = Find(sql); it != cache_.end()) {
     return Statement(db_, it->second.stmt, false, &it->second.notes);
   }
   sqlite3_stmt* stmt = nullptr;

@@ -7,6 +7,7 @@
 
 #include <sqlite3.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -128,8 +129,22 @@ class Connection {
     StatementNotes notes;
   };
 
+  using Cache = std::map<std::string, Cached, std::less<>>;
+  // A statement found before, by the address and length of the SQL text it was asked for with.
+  struct Recent {
+    const char* data = nullptr;
+    size_t size = 0;
+    Cache::iterator it;
+  };
+  static constexpr size_t kRecentSlots = 16;
+
+  // The cache entry for `sql`, or cache_.end(). idem's own SQL is string literals, so most
+  // lookups are answered by recent_ with one comparison of the text instead of a walk of cache_.
+  Cache::iterator Find(std::string_view sql);
+
   sqlite3* db_;
-  std::map<std::string, Cached, std::less<>> cache_;
+  Cache cache_;  // entries are never erased before the connection closes
+  std::array<Recent, kRecentSlots> recent_{};
 };
 
 }  // namespace idem::sqlite
