@@ -51,13 +51,16 @@ std::string BareSqlite::Open(const std::string& path, bool synchronous_full) {
       "AND state = 'in_progress'");
   savepoint_ = Prepare("SAVEPOINT effect");
   release_ = Prepare("RELEASE SAVEPOINT effect");
-  const bool prepared =
-      begin_ && commit_ && claim_ && effect_ && outcome_ && savepoint_ && release_;
+  op_savepoint_ = Prepare("SAVEPOINT op");
+  op_release_ = Prepare("RELEASE SAVEPOINT op");
+  const bool prepared = begin_ && commit_ && claim_ && effect_ && outcome_ && savepoint_ &&
+                        release_ && op_savepoint_ && op_release_;
   return prepared ? std::string() : error();
 }
 
 BareSqlite::~BareSqlite() {
-  for (sqlite3_stmt* stmt : {begin_, commit_, claim_, effect_, outcome_, savepoint_, release_}) {
+  for (sqlite3_stmt* stmt : {begin_, commit_, claim_, effect_, outcome_, savepoint_, release_,
+                             op_savepoint_, op_release_}) {
     sqlite3_finalize(stmt);
   }
   sqlite3_close_v2(db_);
@@ -86,6 +89,8 @@ bool BareSqlite::Commit() { return Run(commit_); }
 
 bool BareSqlite::Savepoint() { return Run(savepoint_); }
 bool BareSqlite::ReleaseSavepoint() { return Run(release_); }
+bool BareSqlite::OpSavepoint() { return Run(op_savepoint_); }
+bool BareSqlite::ReleaseOpSavepoint() { return Run(op_release_); }
 
 bool BareSqlite::Claim(std::string_view key, std::string_view fingerprint, int64_t now_ms) {
   BindText(claim_, 1, kTenant);

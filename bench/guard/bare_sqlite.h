@@ -38,6 +38,9 @@ class BareSqlite final {
   // SAVEPOINT effect / RELEASE SAVEPOINT effect, prepared once.
   bool Savepoint();
   bool ReleaseSavepoint();
+  // SAVEPOINT op / RELEASE SAVEPOINT op around a whole operation, prepared once.
+  bool OpSavepoint();
+  bool ReleaseOpSavepoint();
 
   std::string error() const { return db_ == nullptr ? "not open" : sqlite3_errmsg(db_); }
 
@@ -54,6 +57,8 @@ class BareSqlite final {
   sqlite3_stmt* outcome_ = nullptr;
   sqlite3_stmt* savepoint_ = nullptr;
   sqlite3_stmt* release_ = nullptr;
+  sqlite3_stmt* op_savepoint_ = nullptr;
+  sqlite3_stmt* op_release_ = nullptr;
 };
 
 }  // namespace idem::bench
