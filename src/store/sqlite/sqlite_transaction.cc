@@ -146,9 +146,8 @@ absl::StatusOr<Statement> SqliteTransaction::PrepareBound(std::string_view sql,
   // Every parameter is some $N with N <= params.size(), and every $1..$params.size() is used.
   const size_t count = notes.dollar_of_param.size();
   if (count > 0 && (notes.max_dollar == 0 || notes.max_dollar > params.size())) {
-    const auto bad = std::find_if(
-        notes.dollar_of_param.begin(), notes.dollar_of_param.end(),
-        [&params](size_t n) { return n == 0 || n > params.size(); });
+    const auto bad = std::find_if(notes.dollar_of_param.begin(), notes.dollar_of_param.end(),
+                                  [&params](size_t n) { return n == 0 || n > params.size(); });
     return absl::InvalidArgumentError(fmt::format(
         "the SQL uses parameter {} but {} parameter(s) were passed; write parameters as "
         "$1..$N and pass one value for each (in: {})",
