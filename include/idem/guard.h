@@ -91,8 +91,10 @@ class Guard {
                                       const Effect& effect);
   absl::StatusOr<std::vector<absl::StatusOr<GuardResult>>> RunBatchOnce(
       const std::vector<GuardCall>& calls);
-  // Runs one call inside `tx`, which stays usable whatever the call's outcome.
-  absl::StatusOr<GuardResult> RunInTransaction(StoreTransaction& tx, const GuardCall& call);
+  // Runs one call of a batch inside `tx`; whatever the call's outcome, `tx` holds either all of
+  // it or none of it, else `*undo_failed` is set and `tx` must be rolled back.
+  absl::StatusOr<GuardResult> RunInTransaction(StoreTransaction& tx, const GuardCall& call,
+                                               bool* undo_failed);
 
   Store& store_;
   GuardOptions options_;

@@ -34,13 +34,20 @@ struct CallArgs {
   // call rolls back to. false: the call has the transaction to itself (Run), and its caller
   // rolls the whole transaction back instead, so the savepoint would only cost statements.
   bool call_savepoint;
+  // Set when undoing the call failed: the transaction can then hold part of the call and must
+  // not be committed.
+  bool* undo_failed = nullptr;
 };
 
 // Undoes the call's claim and writes (when it has its own savepoint) and returns `why`.
 absl::Status UndoCall(StoreTransaction& tx, const CallArgs& call, absl::Status why) {
   if (!call.call_savepoint) return why;
-  IDEM_RETURN_IF_ERROR(tx.RollbackToSavepoint(kCallSavepoint));
-  IDEM_RETURN_IF_ERROR(tx.ReleaseSavepoint(kCallSavepoint));
+  absl::Status undone = tx.RollbackToSavepoint(kCallSavepoint);
+  if (undone.ok()) undone = tx.ReleaseSavepoint(kCallSavepoint);
+  if (!undone.ok()) {
+    if (call.undo_failed != nullptr) *call.undo_failed = true;
+    return undone;
+  }
   return why;
 }
 
@@ -68,14 +75,17 @@ absl::StatusOr<GuardResult> RunCall(StoreTransaction& tx, const CallArgs& call,
       result.state = KeyState::kInProgress;
       return result;
     case OutcomeClass::kFailedFinal:
-      IDEM_RETURN_IF_ERROR(tx.RollbackToSavepoint(kEffectSavepoint));
+      if (absl::Status undone = tx.RollbackToSavepoint(kEffectSavepoint); !undone.ok()) {
+        return UndoCall(tx, call, undone);
+      }
       result.state = KeyState::kFailedFinal;
       break;
     case OutcomeClass::kCompleted:
       result.state = KeyState::kCompleted;
       break;
   }
-  IDEM_RETURN_IF_ERROR(tx.Finish(call.scope, claim->record.fence, result.state, result.response));
+  absl::Status finished = tx.Finish(call.scope, claim->record.fence, result.state, result.response);
+  if (!finished.ok()) return UndoCall(tx, call, finished);
   IDEM_RETURN_IF_ERROR(EndCall(tx, call));
   return result;
 }
@@ -131,9 +141,11 @@ absl::StatusOr<std::vector<absl::StatusOr<GuardResult>>> Guard::RunBatchOnce(
   std::vector<absl::StatusOr<GuardResult>> results;
   results.reserve(calls.size());
   for (const GuardCall& call : calls) {
-    results.push_back(RunInTransaction(*tx, call));
-    // A lost connection or a serialization failure dooms the whole transaction.
-    if (!results.back().ok() && absl::IsUnavailable(results.back().status())) {
+    bool undo_failed = false;
+    results.push_back(RunInTransaction(*tx, call, &undo_failed));
+    // A lost connection or a serialization failure dooms the whole transaction, and so does a
+    // call that could not be undone: committing would keep part of it.
+    if (undo_failed || (!results.back().ok() && absl::IsUnavailable(results.back().status()))) {
       (void)tx->Rollback();
       return results.back().status();
     }
@@ -142,9 +154,14 @@ absl::StatusOr<std::vector<absl::StatusOr<GuardResult>>> Guard::RunBatchOnce(
   return results;
 }
 
-absl::StatusOr<GuardResult> Guard::RunInTransaction(StoreTransaction& tx, const GuardCall& call) {
-  IDEM_RETURN_IF_ERROR(tx.Savepoint(kCallSavepoint));
-  return RunCall(tx, {call.scope, call.fingerprint, call.effect, /*call_savepoint=*/true},
+absl::StatusOr<GuardResult> Guard::RunInTransaction(StoreTransaction& tx, const GuardCall& call,
+                                                    bool* undo_failed) {
+  if (absl::Status opened = tx.Savepoint(kCallSavepoint); !opened.ok()) {
+    *undo_failed = true;
+    return opened;
+  }
+  return RunCall(tx, {call.scope, call.fingerprint, call.effect, /*call_savepoint=*/true,
+                      undo_failed},
                  options_);
 }
 

@@ -256,5 +256,25 @@ TEST_F(GuardTest, BatchReplaysKeysCompletedBeforeIt) {
   EXPECT_EQ((*results)[1].status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(GuardTest, BatchCallWhoseOutcomeCannotBeRecordedIsUndoneAlone) {
+  Guard guard(*store_);
+  // The effect moves its own key's fence, so recording the outcome finds a stale fence.
+  Effect tampering = [](Transaction& tx) -> absl::StatusOr<StoredResponse> {
+    SqlValue params[] = {std::string("tampered"), int64_t{1}};
+    EXPECT_TRUE(tx.Execute("INSERT INTO effects(key, amount) VALUES ($1, $2)", params).ok());
+    EXPECT_TRUE(tx.Execute("UPDATE idem_keys SET fence = fence + 100 WHERE key = 'tampered'").ok());
+    return StoredResponse{.status = 200};
+  };
+  auto results = guard.RunBatch({{{"t", "before"}, "fp", WriteRow("before", 200)},
+                                 {{"t", "tampered"}, "fp", tampering},
+                                 {{"t", "after"}, "fp", WriteRow("after", 200)}});
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_TRUE((*results)[0].ok());
+  EXPECT_EQ((*results)[1].status().code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE((*results)[2].ok());
+  EXPECT_EQ(CountRows("effects"), 2);  // "before" and "after": the tampering call left nothing
+  EXPECT_EQ(store_->Get({"t", "tampered"}).status().code(), absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace idem
