@@ -28,7 +28,8 @@ enum class KeyState : int {
   kFailedFinal = 3,  // a deterministic failure; its error is replayed until expiry
 };
 
-// Returns "in_progress", "completed" or "failed_final".
+// Returns "in_progress", "completed" or "failed_final" ("unknown" for a value out of range).
+// persisted: the stores keep these names in their state column; never rename.
 std::string_view KeyStateName(KeyState state);
 
 struct Header {

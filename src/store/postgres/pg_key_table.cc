@@ -47,18 +47,6 @@ int64_t RowsChanged(const Result& result) {
   return std::strtoll(PQcmdTuples(result.get()), nullptr, 10);
 }
 
-std::string_view StateText(KeyState state) {
-  switch (state) {
-    case KeyState::kInProgress:
-      return "in_progress";
-    case KeyState::kCompleted:
-      return "completed";
-    case KeyState::kFailedFinal:
-      return "failed_final";
-  }
-  return "unknown";
-}
-
 std::string What(std::string_view operation, const Scope& scope) {
   return fmt::format("{} of key '{}' (tenant '{}')", operation, scope.key, scope.tenant);
 }
@@ -217,7 +205,7 @@ absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fen
   return absl::AbortedError(fmt::format(
       "{} with fence {}: key '{}' of tenant '{}' is now {} with fence {} (owner '{}'); the claim "
       "was taken over or finished: do not record an outcome",
-      operation, fence, scope.key, scope.tenant, StateText(live->state), live->fence, live->owner));
+      operation, fence, scope.key, scope.tenant, KeyStateName(live->state), live->fence, live->owner));
 }
 
 std::string EncodeHeaders(const std::vector<Header>& headers) {

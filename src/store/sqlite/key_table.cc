@@ -14,19 +14,6 @@ namespace {
   " tenant, key, fingerprint, state, fence, owner, lease_until, status, headers, body, " \
   "created, updated, expires "
 
-// persisted: the state column's text values; never rename.
-std::string_view StateText(KeyState state) {
-  switch (state) {
-    case KeyState::kInProgress:
-      return "in_progress";
-    case KeyState::kCompleted:
-      return "completed";
-    case KeyState::kFailedFinal:
-      return "failed_final";
-  }
-  return "in_progress";
-}
-
 absl::StatusOr<KeyState> StateFromText(std::string_view text) {
   if (text == "in_progress") return KeyState::kInProgress;
   if (text == "completed") return KeyState::kCompleted;
@@ -174,7 +161,7 @@ absl::StatusOr<int64_t> RecordOutcome(Connection& conn, const Scope& scope, int6
   IDEM_RETURN_IF_ERROR(BindScope(stmt, scope));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(3, fence));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(4, now_ms));
-  IDEM_RETURN_IF_ERROR(stmt.BindText(5, StateText(state)));
+  IDEM_RETURN_IF_ERROR(stmt.BindText(5, KeyStateName(state)));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(6, response.status));
   IDEM_RETURN_IF_ERROR(stmt.BindBlob(7, headers));
   IDEM_RETURN_IF_ERROR(stmt.BindBlob(8, response.body));
@@ -237,7 +224,7 @@ absl::Status StaleFenceError(Connection& conn, const Scope& scope, int64_t fence
   return absl::AbortedError(fmt::format(
       "{} with fence {}: key '{}' of tenant '{}' is now {} with fence {} (owner '{}'); the "
       "claim was taken over: do not record an outcome",
-      operation, fence, scope.key, scope.tenant, StateText(live->state), live->fence,
+      operation, fence, scope.key, scope.tenant, KeyStateName(live->state), live->fence,
       live->owner));
 }
 
