@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/status_macros.h"
+#include "core/stale_fence.h"
 
 namespace idem::postgres {
 namespace {
@@ -196,16 +197,7 @@ absl::StatusOr<int64_t> DeleteExpired(PgConnection& conn, int64_t now_ms, int64_
 absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fence, int64_t now_ms,
                              std::string_view operation) {
   IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(conn, scope, now_ms));
-  if (!live.has_value()) {
-    return absl::AbortedError(fmt::format(
-        "{} with fence {}: key '{}' of tenant '{}' is no longer held (absent or expired); the "
-        "claim was lost: do not record an outcome",
-        operation, fence, scope.key, scope.tenant));
-  }
-  return absl::AbortedError(fmt::format(
-      "{} with fence {}: key '{}' of tenant '{}' is now {} with fence {} (owner '{}'); the claim "
-      "was taken over or finished: do not record an outcome",
-      operation, fence, scope.key, scope.tenant, KeyStateName(live->state), live->fence, live->owner));
+  return idem::StaleFenceError(operation, scope, fence, live);
 }
 
 std::string EncodeHeaders(const std::vector<Header>& headers) {

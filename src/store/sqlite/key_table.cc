@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/status_macros.h"
+#include "core/stale_fence.h"
 #include "store/sqlite/header_codec.h"
 
 namespace idem::sqlite {
@@ -212,20 +213,10 @@ absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p,
   return ClaimResult{false, *std::move(live)};
 }
 
-absl::Status StaleFenceError(Connection& conn, const Scope& scope, int64_t fence,
-                             int64_t now_ms, std::string_view operation) {
+absl::Status StaleFenceError(Connection& conn, const Scope& scope, int64_t fence, int64_t now_ms,
+                             std::string_view operation) {
   IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(conn, scope, now_ms));
-  if (!live.has_value()) {
-    return absl::AbortedError(fmt::format(
-        "{} with fence {}: key '{}' of tenant '{}' is no longer held (absent or expired); the "
-        "claim was lost: do not record an outcome",
-        operation, fence, scope.key, scope.tenant));
-  }
-  return absl::AbortedError(fmt::format(
-      "{} with fence {}: key '{}' of tenant '{}' is now {} with fence {} (owner '{}'); the "
-      "claim was taken over: do not record an outcome",
-      operation, fence, scope.key, scope.tenant, KeyStateName(live->state), live->fence,
-      live->owner));
+  return idem::StaleFenceError(operation, scope, fence, live);
 }
 
 #undef IDEM_KEY_COLUMNS

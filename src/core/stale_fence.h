@@ -1,0 +1,21 @@
+// The one message every store gives when a write carries a fencing token that no longer holds.
+#ifndef IDEM_CORE_STALE_FENCE_H_
+#define IDEM_CORE_STALE_FENCE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "idem/record.h"
+
+namespace idem {
+
+// Returns Aborted for `operation` attempted with `fence` on `scope`, naming what holds the key
+// now (`live`, the record's current live state, or nullopt when it is absent or expired).
+absl::Status StaleFenceError(std::string_view operation, const Scope& scope, int64_t fence,
+                             const std::optional<KeyRecord>& live);
+
+}  // namespace idem
+
+#endif  // IDEM_CORE_STALE_FENCE_H_
