@@ -37,8 +37,7 @@ struct LeaseOptions {
 // effect at all). Destroying a LeasedKey does nothing; an unfinished key's lease simply lapses.
 class LeasedKey {
  public:
-  LeasedKey(Store& store, Scope scope, int64_t fence, const LeaseOptions& options,
-            bool taken_over);
+  LeasedKey(Store& store, Scope scope, int64_t fence, const LeaseOptions& options, bool taken_over);
 
   const Scope& scope() const { return scope_; }
   int64_t fence() const { return fence_; }
@@ -66,8 +65,8 @@ class LeasedKey {
 
 // What an arrival gets: the key to run the effect with, or the stored outcome to replay.
 struct LeaseAcquisition {
-  std::optional<LeasedKey> key;      // set: run the effect
-  std::optional<GuardResult> replay; // set: return this, replayed = true
+  std::optional<LeasedKey> key;       // set: run the effect
+  std::optional<GuardResult> replay;  // set: return this, replayed = true
 };
 
 class LeaseGuard {

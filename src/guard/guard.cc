@@ -160,8 +160,8 @@ absl::StatusOr<GuardResult> Guard::RunInTransaction(StoreTransaction& tx, const 
     *undo_failed = true;
     return opened;
   }
-  return RunCall(tx, {call.scope, call.fingerprint, call.effect, /*call_savepoint=*/true,
-                      undo_failed},
+  return RunCall(tx,
+                 {call.scope, call.fingerprint, call.effect, /*call_savepoint=*/true, undo_failed},
                  options_);
 }
 

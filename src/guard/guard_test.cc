@@ -210,7 +210,8 @@ TEST_F(GuardTest, BatchCommitsEachCallsOutcomeAndUndoesOnlyTheFailedOnes) {
       {{"t", "ok"}, "fp", WriteRow("ok", 200)},
       {{"t", "rejected"}, "fp", WriteRow("rejected", 400)},
       {{"t", "transient"}, "fp", WriteRow("transient", 503)},
-      {{"t", "error"}, "fp",
+      {{"t", "error"},
+       "fp",
        [](Transaction&) -> absl::StatusOr<StoredResponse> {
          return absl::InvalidArgumentError("bad call");
        }},

@@ -71,7 +71,8 @@ absl::StatusOr<LeaseAcquisition> LeaseGuard::Acquire(const Scope& scope,
       acquisition.key.emplace(store_, scope, taken->fence, options_, true);
       return acquisition;
     }
-    if (absl::IsAborted(taken.status())) return guard_internal::ReplayOf(found, fingerprint).status();
+    if (absl::IsAborted(taken.status()))
+      return guard_internal::ReplayOf(found, fingerprint).status();
     if (!absl::IsNotFound(taken.status())) return taken.status();
   }
   return absl::AbortedError(fmt::format(

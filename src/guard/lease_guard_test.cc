@@ -107,8 +107,7 @@ TEST_F(LeaseGuardTest, HeartbeatKeepsTheKeyFromBeingTakenOver) {
 TEST_F(LeaseGuardTest, KeyReusedWithAnotherFingerprintIsFailedPrecondition) {
   LeaseGuard guard(*store_, Options("a"));
   ASSERT_TRUE(guard.Acquire(scope_, "fp-1").ok());
-  EXPECT_EQ(guard.Acquire(scope_, "fp-2").status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(guard.Acquire(scope_, "fp-2").status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(LeaseGuardTest, ReleaseMakesTheKeyAbsent) {

@@ -17,8 +17,7 @@ namespace idem::testing {
 class TempSqliteStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "idem-guard-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "idem-guard-XXXXXX").string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
     uri_ = "sqlite:" + (dir_ / "keys.db").string();

@@ -1,5 +1,6 @@
 // Many threads in several processes send the same keys at once: each key's effect happens once
 // and every caller of a key gets the identical response.
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -10,8 +11,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "idem/store.h"
 
@@ -44,7 +43,8 @@ class GuardConcurrency : public ::testing::Test {
     ASSERT_TRUE(store.ok()) << store.status();
     auto tx = (*store)->Begin();
     ASSERT_TRUE(tx.ok());
-    ASSERT_TRUE((*tx)->Execute("CREATE TABLE effects(key TEXT NOT NULL, writer TEXT NOT NULL)").ok());
+    ASSERT_TRUE(
+        (*tx)->Execute("CREATE TABLE effects(key TEXT NOT NULL, writer TEXT NOT NULL)").ok());
     ASSERT_TRUE((*tx)->Commit().ok());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -3,6 +3,7 @@
 // process. Writes one line per (thread, key): "KEY<TAB>RESPONSE BODY", to OUTFILE.
 //
 // usage: guard_stress_worker STORE_URI THREADS KEYS OUTFILE
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,8 +12,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "idem/guard.h"
 #include "idem/store.h"
