@@ -46,6 +46,22 @@ LineStyle StyleOf(Strategy strategy) {
   return {"#000000", ""};
 }
 
+const char* LegendLabel(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::kNone:
+      return "none (retry at once)";
+    case Strategy::kExponential:
+      return "exponential, no jitter";
+    case Strategy::kFull:
+      return "full jitter";
+    case Strategy::kEqual:
+      return "equal jitter";
+    case Strategy::kDecorrelated:
+      return "decorrelated jitter";
+  }
+  return "";
+}
+
 std::string TickLabel(double value) {
   if (value >= 10000 && std::fmod(value, 1000) == 0) return fmt::format("{:.0f}k", value / 1000);
   if (value == std::floor(value)) return fmt::format("{:.0f}", value);
@@ -150,7 +166,7 @@ void AppendPanel(std::string& svg, const std::vector<StudyRow>& rows, const Pane
 
 void AppendLegend(std::string& svg, const std::vector<StudyRow>& rows) {
   const std::vector<Strategy> strategies = StrategiesOf(rows);
-  constexpr double kItemWidth = 150;
+  constexpr double kItemWidth = 180;
   double x = kWidth / 2 - kItemWidth * static_cast<double>(strategies.size()) / 2;
   const double y = kHeight - 28;
   for (Strategy strategy : strategies) {
@@ -159,7 +175,7 @@ void AppendLegend(std::string& svg, const std::vector<StudyRow>& rows) {
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
         "stroke-width=\"2.5\" stroke-dasharray=\"{}\"/>\n"
         "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
-        x, y, x + 28, y, style.color, style.dash, x + 34, y + 4, StrategyName(strategy));
+        x, y, x + 28, y, style.color, style.dash, x + 34, y + 4, LegendLabel(strategy));
     x += kItemWidth;
   }
 }

@@ -73,9 +73,9 @@ TEST(BackoffChart, SvgHasTwoPanelsALinePerStrategyAndALegend) {
        at = svg.find("<title>none</title>", at + 1)) {
     ++lines;
   }
-  EXPECT_EQ(lines, 2u);                                    // one line per panel
-  EXPECT_NE(svg.find(">full</text>"), std::string::npos);  // legend entry
-  EXPECT_NE(svg.find(">none</text>"), std::string::npos);
+  EXPECT_EQ(lines, 2u);                                           // one line per panel
+  EXPECT_NE(svg.find(">full jitter</text>"), std::string::npos);  // legend entries
+  EXPECT_NE(svg.find(">none (retry at once)</text>"), std::string::npos);
 }
 
 }  // namespace
