@@ -14,13 +14,10 @@ namespace idem::ledger_test {
 namespace {
 
 TEST(LedgerCrashPostgres, KilledTwentyTimesThenRestartedAppliesEveryTransferExactlyOnce) {
-  auto server = pgtest::ServerUri();
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto schema = pgtest::CreateFreshSchema();
-  ASSERT_TRUE(schema.ok()) << schema.status();
+  auto fresh = pgtest::CreateFreshSchemaUri();
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
   ScratchDir dir;
-  CheckKilledRunsApplyEveryTransferExactlyOnce(pgtest::UriWithSchema(*server, *schema),
-                                               dir.Path("transfers.jsonl"));
+  CheckKilledRunsApplyEveryTransferExactlyOnce(fresh->uri, dir.Path("transfers.jsonl"));
 }
 
 }  // namespace

@@ -19,12 +19,10 @@ using ::testing::HasSubstr;
 class LedgerPostgresTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto server = pgtest::ServerUri();
-    ASSERT_TRUE(server.ok()) << server.status();
-    auto schema = pgtest::CreateFreshSchema();
-    ASSERT_TRUE(schema.ok()) << schema.status();
-    schema_ = *schema;
-    store_ = pgtest::UriWithSchema(*server, schema_);
+    auto fresh = pgtest::CreateFreshSchemaUri();
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    schema_ = fresh->schema;
+    store_ = fresh->uri;
   }
   std::vector<std::vector<std::string>> Admin(const std::string& sql) {
     auto rows = pgtest::AdminQuery(schema_, sql);

@@ -124,12 +124,10 @@ std::vector<Child> RunDrivers(const std::string& uri,
 class GuardOnPostgres : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::string> uri = pgtest::ServerUri();
-    ASSERT_TRUE(uri.ok()) << uri.status();
-    absl::StatusOr<std::string> schema = pgtest::CreateFreshSchema();
-    ASSERT_TRUE(schema.ok()) << schema.status();
-    schema_ = *schema;
-    uri_ = pgtest::UriWithSchema(*uri, schema_);
+    absl::StatusOr<pgtest::FreshSchema> fresh = pgtest::CreateFreshSchemaUri();
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    schema_ = fresh->schema;
+    uri_ = fresh->uri;
     ASSERT_TRUE(OpenStore(uri_).ok());
     Admin(
         "CREATE TABLE effects (id bigserial PRIMARY KEY, k text NOT NULL, "

@@ -40,6 +40,14 @@ std::string UriWithSchema(std::string_view uri, std::string_view schema) {
   return fmt::format("{}{}options=-csearch_path%3D{}", uri, separator, schema);
 }
 
+absl::StatusOr<FreshSchema> CreateFreshSchemaUri() {
+  absl::StatusOr<std::string> server = ServerUri();
+  if (!server.ok()) return server.status();
+  absl::StatusOr<std::string> schema = CreateFreshSchema();
+  if (!schema.ok()) return schema.status();
+  return FreshSchema{.schema = *schema, .uri = UriWithSchema(*server, *schema)};
+}
+
 absl::StatusOr<std::vector<std::vector<std::string>>> AdminQuery(std::string_view schema,
                                                                  std::string_view sql) {
   absl::StatusOr<std::string> uri = ServerUri();

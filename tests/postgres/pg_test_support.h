@@ -20,6 +20,14 @@ absl::StatusOr<std::string> CreateFreshSchema();
 // `uri` with search_path set to `schema` (libpq's options parameter): the store's tables go there.
 std::string UriWithSchema(std::string_view uri, std::string_view schema);
 
+// A fresh schema on the fixture's server and the store URI that puts the store's tables there.
+struct FreshSchema {
+  std::string schema;
+  std::string uri;
+};
+// Errors: as ServerUri and CreateFreshSchema.
+absl::StatusOr<FreshSchema> CreateFreshSchemaUri();
+
 // Runs `sql` (one or more statements) on the server with search_path `schema` (empty: default)
 // and returns the last statement's rows as text (NULL as "<null>").
 absl::StatusOr<std::vector<std::vector<std::string>>> AdminQuery(std::string_view schema,

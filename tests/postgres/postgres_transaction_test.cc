@@ -25,12 +25,10 @@ using Rows = std::vector<std::vector<std::string>>;
 class PostgresTransaction : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::string> uri = pgtest::ServerUri();
-    ASSERT_TRUE(uri.ok()) << uri.status();
-    absl::StatusOr<std::string> schema = pgtest::CreateFreshSchema();
-    ASSERT_TRUE(schema.ok()) << schema.status();
-    schema_ = *schema;
-    uri_ = pgtest::UriWithSchema(*uri, schema_);
+    absl::StatusOr<pgtest::FreshSchema> fresh = pgtest::CreateFreshSchemaUri();
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    schema_ = fresh->schema;
+    uri_ = fresh->uri;
     store_ = Open({});
     ASSERT_NE(store_, nullptr);
     Admin("CREATE TABLE effects (k text PRIMARY KEY, v bigint)");
