@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,12 @@ std::vector<int> RunChildren(const std::string& path, const Body& body) {
       char byte;
       while (read(gate[0], &byte, 1) > 0) {
       }
-      _exit(store.ok() ? body(**store, i) : kFailed);
+      if (!store.ok()) {
+        // The parent only sees the exit code: say why here.
+        std::fprintf(stderr, "child %d: open failed: %s\n", i, store.status().ToString().c_str());
+        _exit(kFailed);
+      }
+      _exit(body(**store, i));
     }
     children.push_back(pid);
   }

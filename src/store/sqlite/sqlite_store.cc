@@ -1,13 +1,16 @@
 // The embedded store: lease mode and transaction mode over one SQLite file (idem/store.h).
+#include "idem/sqlite_store.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include "common/status_macros.h"
 #include "idem/key.h"
-#include "idem/sqlite_store.h"
 #include "store/sqlite/connection_pool.h"
 #include "store/sqlite/key_table.h"
 #include "store/sqlite/sqlite_options.h"
@@ -43,8 +46,7 @@ class SqliteStore final : public Store {
       : pool_(std::move(pool)), clock_(clock), retention_(retention) {}
 
   absl::StatusOr<ClaimResult> Claim(const ClaimRequest& request) override;
-  absl::StatusOr<KeyRecord> TakeOver(const ClaimRequest& request,
-                                     int64_t expected_fence) override;
+  absl::StatusOr<KeyRecord> TakeOver(const ClaimRequest& request, int64_t expected_fence) override;
   absl::Status Heartbeat(const Scope& scope, int64_t fence, Millis lease) override;
   absl::Status Complete(const Scope& scope, int64_t fence,
                         const StoredResponse& response) override {
@@ -64,13 +66,14 @@ class SqliteStore final : public Store {
                       const StoredResponse& response);
   // Runs `write` (which returns the rows it changed) in its own write transaction; 0 rows means
   // the caller's fence is stale: Aborted, nothing changed.
-  absl::Status FencedWrite(const Scope& scope, int64_t fence, std::string_view operation,
-                           const std::function<absl::StatusOr<int64_t>(Connection&, int64_t)>&
-                               write);
+  absl::Status FencedWrite(
+      const Scope& scope, int64_t fence, std::string_view operation,
+      const std::function<absl::StatusOr<int64_t>(Connection&, int64_t)>& write);
   ClaimParams Params(const ClaimRequest& request, int64_t now) const {
     const int64_t lease_until = now + request.lease.count();
-    return ClaimParams{request.scope, request.fingerprint, request.owner, now, lease_until,
-                       std::max(now + retention_.count(), lease_until)};
+    return ClaimParams{request.scope, request.fingerprint,
+                       request.owner, now,
+                       lease_until,   std::max(now + retention_.count(), lease_until)};
   }
 
   std::shared_ptr<ConnectionPool> pool_;
@@ -109,9 +112,9 @@ absl::StatusOr<KeyRecord> SqliteStore::TakeOver(const ClaimRequest& request,
     IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live,
                           sqlite::SelectLive(*conn, request.scope, now));
     if (!live.has_value()) {
-      return absl::NotFoundError(fmt::format(
-          "key '{}' of tenant '{}' has no live record to take over; claim it instead",
-          request.scope.key, request.scope.tenant));
+      return absl::NotFoundError(
+          fmt::format("key '{}' of tenant '{}' has no live record to take over; claim it instead",
+                      request.scope.key, request.scope.tenant));
     }
     return absl::AbortedError(fmt::format(
         "cannot take over key '{}' of tenant '{}' at fence {}: it is {} with fence {}, lease "
@@ -163,8 +166,8 @@ absl::StatusOr<KeyRecord> SqliteStore::Get(const Scope& scope) {
   IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live,
                         sqlite::SelectLive(*conn, scope, clock_.NowMillis()));
   if (live.has_value()) return *std::move(live);
-  return absl::NotFoundError(fmt::format("key '{}' of tenant '{}' has no live record",
-                                         scope.key, scope.tenant));
+  return absl::NotFoundError(
+      fmt::format("key '{}' of tenant '{}' has no live record", scope.key, scope.tenant));
 }
 
 absl::StatusOr<int64_t> SqliteStore::SweepExpired(int64_t max_rows) {
@@ -199,8 +202,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenChecked(const std::string& path,
   if (version < sqlite::LatestSchemaVersion()) {
     IDEM_RETURN_IF_ERROR(sqlite::MigrateSchema(*conn, path, settings.clock->NowMillis()));
   }
-  auto pool = std::make_shared<ConnectionPool>(path, settings.connection,
-                                               settings.max_connections);
+  auto pool = std::make_shared<ConnectionPool>(path, settings.connection, settings.max_connections);
   pool->Adopt(std::move(conn));
   return std::make_unique<SqliteStore>(std::move(pool), *settings.clock, settings.retention);
 }
@@ -215,7 +217,19 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(std::string_view path,
   // Nothing is half-written on failure: the checks run before any write, and the migrations
   // apply in one transaction. A file this call created stays behind empty, and a later open
   // sets it up.
-  return OpenChecked(settings.path, settings);
+  //
+  // While several processes open a new file at once, SQLite can answer SQLITE_BUSY without
+  // calling the busy handler (switching to WAL, recovering the WAL index), so the open itself
+  // waits out such a lock, within lock_timeout, as every later statement does.
+  const auto deadline = std::chrono::steady_clock::now() + options.lock_timeout;
+  for (int64_t pause_ms = 1;; pause_ms = std::min<int64_t>(pause_ms * 2, 50)) {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenChecked(settings.path, settings);
+    if (store.ok() || !absl::IsUnavailable(store.status()) ||
+        std::chrono::steady_clock::now() + Millis(pause_ms) > deadline) {
+      return store;
+    }
+    std::this_thread::sleep_for(Millis(pause_ms));
+  }
 }
 
 }  // namespace idem
