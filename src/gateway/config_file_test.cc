@@ -1,0 +1,87 @@
+#include "gateway/config_file.h"
+
+#include <gtest/gtest.h>
+
+namespace idem::gateway {
+namespace {
+
+absl::StatusOr<GatewayConfig> Parse(std::string_view text) {
+  return ParseConfigText(text, "idem.toml", GatewayConfig{});
+}
+
+TEST(ParseConfigText, ReadsSettingsAndRoutes) {
+  auto c = Parse(R"(
+listen = "127.0.0.1:8080"
+upstream = "http://127.0.0.1:9000"
+store = "sqlite:/tmp/x.db"
+lease = "5s"
+upstream_timeout = "2s"
+retention = "1h"
+max_body = "64KiB"
+require_key = true
+tenant_header = "X-Tenant"
+
+[[route]]
+methods = ["POST"]
+path_prefix = "/webhooks"
+key = "required"
+key_header = "webhook-id"
+in_flight = "wait"
+wait_max = "3s"
+replay_headers = ["X-Charge-Id"]
+final_statuses = [409]
+
+[[route]]
+path_prefix = "/events"
+key_pointer = "/id"
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->listen, "127.0.0.1:8080");
+  EXPECT_EQ(c->lease, Millis(5000));
+  EXPECT_EQ(c->upstream_timeout, Millis(2000));
+  EXPECT_EQ(c->retention, Millis(3'600'000));
+  EXPECT_EQ(c->max_body, 65536);
+  EXPECT_TRUE(c->require_key);
+  EXPECT_EQ(c->tenant_header, "X-Tenant");
+  ASSERT_EQ(c->routes.size(), 2u);
+  const Route& hook = c->routes[0];
+  EXPECT_EQ(hook.methods, std::vector<std::string>{"POST"});
+  EXPECT_TRUE(hook.key_required);
+  EXPECT_EQ(hook.key_header, "webhook-id");
+  EXPECT_EQ(hook.in_flight, InFlightPolicy::kWait);
+  EXPECT_EQ(hook.wait_max, Millis(3000));
+  EXPECT_EQ(hook.replay_headers, std::vector<std::string>{"X-Charge-Id"});
+  EXPECT_EQ(hook.final_statuses, std::vector<int>{409});
+  EXPECT_EQ(c->routes[1].key_source, KeySource::kJsonPointer);
+  EXPECT_EQ(c->routes[1].key_pointer, "/id");
+  EXPECT_EQ(c->routes[1].methods, (std::vector<std::string>{"POST", "PATCH"}));
+  EXPECT_TRUE(ValidateConfig(*c).ok()) << ValidateConfig(*c);
+}
+
+void ExpectError(std::string_view text, std::string_view where, std::string_view what) {
+  auto c = Parse(text);
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << text;
+  EXPECT_NE(std::string(c.status().message()).find(where), std::string_view::npos) << c.status();
+  EXPECT_NE(std::string(c.status().message()).find(what), std::string_view::npos) << c.status();
+}
+
+TEST(ParseConfigText, ErrorsNameFileLineAndWhatIsWrong) {
+  ExpectError("listen = \"a\"\nlease = \"30 seconds\"\n", "idem.toml:2:", "lease");
+  ExpectError("\n\nleese = \"30s\"\n", "idem.toml:3:", "unknown setting 'leese'");
+  ExpectError("max_body = \"1 MB\"\n", "idem.toml:1:", "not a size");
+  ExpectError("require_key = \"yes\"\n", "idem.toml:1:", "true or false");
+  ExpectError("listen = \n", "idem.toml:1:", "");
+  ExpectError("[[route]]\nkey = \"always\"\n", "idem.toml:2:", "required");
+  ExpectError("[[route]]\nin_flight = \"queue\"\n", "idem.toml:2:", "conflict");
+  ExpectError("[[route]]\nfinal_statuses = [99]\n", "idem.toml:2:", "HTTP status");
+  ExpectError("[[route]]\nmethod = [\"POST\"]\n", "idem.toml:2:", "unknown route setting");
+  ExpectError("route = 1\n", "idem.toml:1:", "[[route]]");
+}
+
+TEST(LoadConfigFile, MissingFileIsNotFound) {
+  EXPECT_EQ(LoadConfigFile("/nonexistent/idem.toml", {}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace idem::gateway

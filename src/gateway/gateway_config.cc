@@ -1,0 +1,147 @@
+#include "gateway/gateway_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "core/json_pointer.h"
+#include "idem/retry/duration.h"
+
+namespace idem::gateway {
+namespace {
+
+bool IsTokenChar(char c) {
+  if (std::isalnum(static_cast<unsigned char>(c))) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool IsHeaderName(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), IsTokenChar);
+}
+
+absl::Status Bad(std::string_view what) { return absl::InvalidArgumentError(std::string(what)); }
+
+absl::Status ValidateStatuses(const std::vector<int>& statuses, std::string_view field) {
+  for (int status : statuses) {
+    if (status < 100 || status > 599)
+      return Bad(fmt::format("{}: {} is not an HTTP status; use 100-599", field, status));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRoute(const Route& route, const GatewayConfig& config, size_t index) {
+  const std::string where = fmt::format("route {} ({})", index + 1, route.path_prefix);
+  if (route.methods.empty())
+    return Bad(fmt::format("{}: methods is empty; name at least one", where));
+  for (const std::string& m : route.methods) {
+    if (!IsHeaderName(m)) return Bad(fmt::format("{}: '{}' is not an HTTP method", where, m));
+  }
+  if (route.path_prefix.empty() || route.path_prefix.front() != '/')
+    return Bad(fmt::format("{}: path prefix must start with '/'", where));
+  if (route.key_source == KeySource::kHeader && !IsHeaderName(route.key_header))
+    return Bad(fmt::format("{}: key header '{}' is not a header name", where, route.key_header));
+  if (route.key_source == KeySource::kJsonPointer) {
+    absl::StatusOr<std::vector<std::string>> tokens = core::ParseJsonPointer(route.key_pointer);
+    if (!tokens.ok())
+      return Bad(fmt::format("{}: key pointer: {}", where, std::string(tokens.status().message())));
+  }
+  if (route.in_flight == InFlightPolicy::kWait &&
+      (route.wait_max <= 0ms || route.wait_max > config.lease))
+    return Bad(fmt::format("{}: wait bound must be above 0 and at most the lease ({})", where,
+                           retry::FormatDuration(config.lease)));
+  for (const std::string& h : route.replay_headers) {
+    if (!IsHeaderName(h)) return Bad(fmt::format("{}: '{}' is not a header name", where, h));
+  }
+  if (absl::Status s = ValidateStatuses(route.final_statuses, where + ": final statuses"); !s.ok())
+    return s;
+  return ValidateStatuses(route.transient_statuses, where + ": transient statuses");
+}
+
+absl::Status ValidateSettings(const GatewayConfig& config) {
+  if (config.listen.empty()) return Bad("--listen is missing: give HOST:PORT to listen on");
+  if (config.upstream.empty()) return Bad("--upstream is missing: give the URL to forward to");
+  if (config.store.empty()) return Bad("--store is missing: give sqlite:PATH or postgresql://...");
+  if (config.lease <= 0ms || config.upstream_timeout <= 0ms || config.retention <= 0ms)
+    return Bad("--lease, --upstream-timeout and --retention must be above 0");
+  if (config.upstream_timeout >= config.lease)
+    return Bad(fmt::format(
+        "--upstream-timeout ({}) must be shorter than --lease ({}): otherwise a key's lease could "
+        "lapse while its upstream call still runs, and a retry would send the request twice",
+        retry::FormatDuration(config.upstream_timeout), retry::FormatDuration(config.lease)));
+  if (config.max_body <= 0) return Bad("--max-body must be above 0");
+  if (!config.tenant_header.empty() && !IsHeaderName(config.tenant_header))
+    return Bad(fmt::format("--tenant-header '{}' is not a header name", config.tenant_header));
+  if (config.io_threads < 0 || config.store_threads < 1 || config.max_connections < 1)
+    return Bad("io threads must be 0 or more, store threads and max connections 1 or more");
+  return absl::OkStatus();
+}
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+const Route* FindRoute(const GatewayConfig& config, std::string_view method,
+                       std::string_view target) {
+  static const Route kOptional{};
+  static const Route kRequired{.key_required = true};
+  if (config.routes.empty()) {
+    const Route& route = config.require_key ? kRequired : kOptional;
+    return std::find(route.methods.begin(), route.methods.end(), method) != route.methods.end()
+               ? &route
+               : nullptr;
+  }
+  for (const Route& route : config.routes) {
+    if (!StartsWith(target, route.path_prefix)) continue;
+    if (std::find(route.methods.begin(), route.methods.end(), method) != route.methods.end())
+      return &route;
+  }
+  return nullptr;
+}
+
+OutcomeClassifier ClassifierFor(const Route& route) {
+  OutcomeClassifier classifier = OutcomeClassifier().With(409, OutcomeClass::kTransient);
+  for (int status : route.final_statuses) {
+    classifier = classifier.With(
+        status, status < 400 ? OutcomeClass::kCompleted : OutcomeClass::kFailedFinal);
+  }
+  for (int status : route.transient_statuses)
+    classifier = classifier.With(status, OutcomeClass::kTransient);
+  return classifier;
+}
+
+absl::Status ValidateConfig(const GatewayConfig& config) {
+  if (absl::Status s = ValidateSettings(config); !s.ok()) return s;
+  for (size_t i = 0; i < config.routes.size(); ++i) {
+    if (absl::Status s = ValidateRoute(config.routes[i], config, i); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ParseByteSize(std::string_view text) {
+  int64_t number = 0;
+  const char* end = text.data() + text.size();
+  auto [rest, ec] = std::from_chars(text.data(), end, number);
+  const std::string_view unit(rest, static_cast<size_t>(end - rest));
+  struct Unit {
+    std::string_view name;
+    int64_t bytes;
+  };
+  static constexpr Unit kUnits[] = {{"", 1},          {"B", 1},           {"KiB", 1 << 10},
+                                    {"MiB", 1 << 20}, {"GiB", 1LL << 30}, {"KB", 1000},
+                                    {"MB", 1000000},  {"GB", 1000000000}};
+  if (ec == std::errc() && number >= 0 && rest != text.data()) {
+    for (const Unit& u : kUnits) {
+      if (u.name == unit && number <= (int64_t{1} << 40) / u.bytes) return number * u.bytes;
+    }
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("'{}' is not a size: write a whole number of bytes with an optional unit, such "
+                  "as 512, 64KiB, 1MiB or 1GiB (KB, MB, GB are powers of 1000), at most 1TiB",
+                  text));
+}
+
+}  // namespace idem::gateway

@@ -1,0 +1,95 @@
+// Internal: the settings of `idem serve` (DESIGN §3), from the command line and the config file
+// (docs/gateway.md lists them with their defaults), and the routes that say which requests are
+// guarded and how.
+//
+// Thread-safety: plain values; immutable once the server starts, then shared freely.
+#ifndef IDEM_GATEWAY_GATEWAY_CONFIG_H_
+#define IDEM_GATEWAY_GATEWAY_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "idem/clock.h"
+#include "idem/outcome.h"
+
+namespace idem::gateway {
+
+using namespace std::chrono_literals;
+
+// What a second arrival gets while the first is still running.
+enum class InFlightPolicy {
+  kConflict,  // 409 with Retry-After (default)
+  kWait,      // wait up to Route::wait_max for the outcome, then replay it (409 if still running)
+};
+
+// Where a guarded route finds the key.
+enum class KeySource {
+  kHeader,       // the header named by Route::key_header (default Idempotency-Key)
+  kJsonPointer,  // a string or number at Route::key_pointer in a JSON body
+};
+
+struct Route {
+  // Methods guarded (as sent, e.g. "POST"). Default: POST and PATCH.
+  std::vector<std::string> methods = {"POST", "PATCH"};
+  // Path prefix the request target must start with. Default "/": every path.
+  std::string path_prefix = "/";
+  // true: a request without a key is refused with 400. Default false: it passes through unguarded.
+  bool key_required = false;
+  KeySource key_source = KeySource::kHeader;
+  std::string key_header = "Idempotency-Key";  // kHeader: a header name, any case
+  std::string key_pointer;                     // kJsonPointer: an RFC 6901 pointer, e.g. "/id"
+  InFlightPolicy in_flight = InFlightPolicy::kConflict;
+  Millis wait_max = 0ms;                    // kWait: the longest a duplicate waits
+  std::vector<std::string> replay_headers;  // replayed besides Content-Type and Location
+  std::vector<int> final_statuses;          // stored and replayed even if transient by default
+  std::vector<int> transient_statuses;      // never stored even if final by default
+};
+
+struct GatewayConfig {
+  std::string listen;    // HOST:PORT the proxy listens on. Required.
+  std::string upstream;  // http://HOST:PORT[/prefix] requests are forwarded to. Required.
+  std::string store;     // store URI (sqlite:PATH, postgresql://...). Required.
+  std::string admin;     // HOST:PORT of the admin listener; empty: none.
+  Millis lease = 30s;
+  Millis upstream_timeout = 10s;
+  Millis retention = 24h;
+  int64_t max_body = 1 << 20;  // bytes; a larger body is refused with 413
+  bool require_key = false;    // the default route requires a key
+  std::string tenant_header;   // empty: SHA-256 of Authorization, else the global scope
+  int io_threads = 0;          // 0: one per core
+  int store_threads = 4;       // threads calling the blocking store
+  int max_connections = 10000;
+  Millis header_timeout = 10s;  // to read a request's headers
+  Millis body_timeout = 30s;    // to read a request's body
+  Millis drain_timeout = 10s;   // SIGTERM: how long in-flight requests may still finish
+  std::vector<Route> routes;    // first match wins; empty: one default route
+};
+
+// Returns the route guarding `method` and `target`, or nullptr when the request passes through.
+// With no routes configured, the default Route (POST and PATCH, every path) applies, with
+// key_required from config.require_key.
+const Route* FindRoute(const GatewayConfig& config, std::string_view method,
+                       std::string_view target);
+
+// Returns the classifier for a route's outcomes: the default rules, 409 transient, then the
+// route's final and transient statuses.
+OutcomeClassifier ClassifierFor(const Route& route);
+
+// Returns OK when the settings can run, else InvalidArgument saying what to change: a missing
+// listen, upstream or store; upstream_timeout not shorter than lease; a non-positive duration or
+// size; a route without methods, a path prefix not starting with '/', a bad header name or JSON
+// pointer, a wait bound of zero or longer than the lease, a status outside 100-599.
+absl::Status ValidateConfig(const GatewayConfig& config);
+
+// Parses a size such as "512", "64KiB", "1MiB", "1GiB" (also KB/MB/GB as powers of 1000).
+// Errors: InvalidArgument naming the accepted forms.
+absl::StatusOr<int64_t> ParseByteSize(std::string_view text);
+
+}  // namespace idem::gateway
+
+#endif  // IDEM_GATEWAY_GATEWAY_CONFIG_H_

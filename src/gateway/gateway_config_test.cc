@@ -1,0 +1,78 @@
+#include "gateway/gateway_config.h"
+
+#include <gtest/gtest.h>
+
+namespace idem::gateway {
+namespace {
+
+GatewayConfig Minimal() {
+  GatewayConfig c;
+  c.listen = "127.0.0.1:8080";
+  c.upstream = "http://127.0.0.1:9000";
+  c.store = "sqlite:./idem.db";
+  return c;
+}
+
+TEST(ValidateConfig, DefaultsAreValid) { EXPECT_TRUE(ValidateConfig(Minimal()).ok()); }
+
+TEST(ValidateConfig, UpstreamTimeoutNotShorterThanLeaseIsRefusedSayingWhy) {
+  GatewayConfig c = Minimal();
+  c.upstream_timeout = c.lease;
+  absl::Status s = ValidateConfig(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("must be shorter than --lease"), std::string_view::npos);
+  EXPECT_NE(s.message().find("twice"), std::string_view::npos);
+}
+
+TEST(ValidateConfig, MissingRequiredSettingsAreNamed) {
+  GatewayConfig c = Minimal();
+  c.store.clear();
+  EXPECT_NE(ValidateConfig(c).message().find("--store"), std::string_view::npos);
+}
+
+TEST(ValidateConfig, BadRoutesAreRefused) {
+  GatewayConfig c = Minimal();
+  c.routes = {{.path_prefix = "charges"}};
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c.routes = {{.key_source = KeySource::kJsonPointer, .key_pointer = "id"}};
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c.routes = {{.in_flight = InFlightPolicy::kWait, .wait_max = 0ms}};
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c.routes = {{.final_statuses = {700}}};
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c.routes = {{.methods = {}}};
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FindRoute, FirstMatchingRouteWins) {
+  GatewayConfig c = Minimal();
+  c.routes = {{.methods = {"POST"}, .path_prefix = "/a", .key_required = true},
+              {.methods = {"POST"}, .path_prefix = "/"}};
+  EXPECT_EQ(FindRoute(c, "POST", "/a/1"), &c.routes[0]);
+  EXPECT_EQ(FindRoute(c, "POST", "/b"), &c.routes[1]);
+  EXPECT_EQ(FindRoute(c, "GET", "/a"), nullptr);
+}
+
+TEST(ClassifierFor, DefaultsPlus409TransientThenRouteOverrides) {
+  Route r;
+  EXPECT_EQ(ClassifierFor(r).Classify(201), OutcomeClass::kCompleted);
+  EXPECT_EQ(ClassifierFor(r).Classify(400), OutcomeClass::kFailedFinal);
+  for (int s : {408, 409, 425, 429, 500, 503})
+    EXPECT_EQ(ClassifierFor(r).Classify(s), OutcomeClass::kTransient) << s;
+  r.final_statuses = {503};
+  r.transient_statuses = {404};
+  EXPECT_EQ(ClassifierFor(r).Classify(503), OutcomeClass::kFailedFinal);
+  EXPECT_EQ(ClassifierFor(r).Classify(404), OutcomeClass::kTransient);
+}
+
+TEST(ParseByteSize, AcceptsBinaryAndDecimalUnits) {
+  EXPECT_EQ(*ParseByteSize("512"), 512);
+  EXPECT_EQ(*ParseByteSize("64KiB"), 64 * 1024);
+  EXPECT_EQ(*ParseByteSize("1MiB"), 1 << 20);
+  EXPECT_EQ(*ParseByteSize("2MB"), 2'000'000);
+  for (const char* bad : {"", "1.5MiB", "-1", "MiB", "1 MiB", "1mib", "5TiB", "2000GiB"})
+    EXPECT_EQ(ParseByteSize(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+}
+
+}  // namespace
+}  // namespace idem::gateway

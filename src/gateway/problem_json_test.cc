@@ -1,0 +1,46 @@
+#include "gateway/problem_json.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+
+namespace idem::gateway {
+namespace {
+
+int StatusOf(absl::Status s, Origin o) { return ProblemFor(s, o).status; }
+
+TEST(ProblemFor, OneTableMapsCodesByOrigin) {
+  EXPECT_EQ(StatusOf(absl::InvalidArgumentError("x"), Origin::kRequest), 400);
+  EXPECT_EQ(StatusOf(absl::ResourceExhaustedError("x"), Origin::kRequest), 413);
+  EXPECT_EQ(StatusOf(absl::DeadlineExceededError("x"), Origin::kRequest), 408);
+  EXPECT_EQ(StatusOf(absl::FailedPreconditionError("x"), Origin::kStore), 422);
+  EXPECT_EQ(StatusOf(absl::AbortedError("x"), Origin::kStore), 409);
+  EXPECT_EQ(StatusOf(absl::UnavailableError("x"), Origin::kStore), 503);
+  EXPECT_EQ(StatusOf(absl::UnavailableError("x"), Origin::kUpstream), 502);
+  EXPECT_EQ(StatusOf(absl::DeadlineExceededError("x"), Origin::kUpstream), 504);
+  EXPECT_EQ(StatusOf(absl::DataLossError("x"), Origin::kUpstream), 502);
+  EXPECT_EQ(StatusOf(absl::InternalError("secret"), Origin::kStore), 500);
+}
+
+TEST(ProblemFor, StoreDownCarriesRetryAfter) {
+  EXPECT_EQ(ProblemFor(absl::UnavailableError("x"), Origin::kStore).retry_after_seconds, 1);
+  EXPECT_FALSE(
+      ProblemFor(absl::UnavailableError("x"), Origin::kUpstream).retry_after_seconds.has_value());
+}
+
+TEST(ProblemFor, InternalDetailIsNotLeaked) {
+  EXPECT_EQ(ProblemFor(absl::InternalError("pg password"), Origin::kStore).detail.find("pg"),
+            std::string::npos);
+}
+
+TEST(ProblemBody, IsJsonWithTheFourMembers) {
+  Problem p = ProblemFor(absl::InvalidArgumentError("say \"why\""), Origin::kRequest);
+  boost::json::value v = boost::json::parse(ProblemBody(p));
+  EXPECT_EQ(v.at("status").as_int64(), 400);
+  EXPECT_EQ(v.at("detail").as_string(), "say \"why\"");
+  EXPECT_EQ(v.at("type").as_string(), "https://idem.dev/problems/invalid-request");
+  EXPECT_EQ(v.at("title").as_string(), "Invalid request");
+}
+
+}  // namespace
+}  // namespace idem::gateway
