@@ -20,17 +20,25 @@ struct ResultCloser {
   void operator()(PGresult* result) const { PQclear(result); }
 };
 
+// The fixture's state directory: IDEM_PG_FIXTURE_DIR from the environment when CTest sets it (a
+// test that restarts its server gets a server of its own), else the shared fixture's.
+std::string FixtureDir() {
+  const char* from_environment = std::getenv("IDEM_PG_FIXTURE_DIR");
+  if (from_environment != nullptr && *from_environment != '\0') return from_environment;
+  return IDEM_PG_FIXTURE_DIR;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ServerUri() {
-  const std::string path = std::string(IDEM_PG_FIXTURE_DIR) + "/uri";
+  const std::string path = FixtureDir() + "/uri";
   std::ifstream in(path);
   std::string uri;
   if (!in || !std::getline(in, uri) || uri.empty()) {
     return absl::FailedPreconditionError(fmt::format(
         "{} is missing: the PostgreSQL fixture did not start (run the test through ctest, which "
         "runs postgres_fixture_start first, or scripts/pg-fixture.sh start {})",
-        path, IDEM_PG_FIXTURE_DIR));
+        path, FixtureDir()));
   }
   return uri;
 }
@@ -85,7 +93,7 @@ absl::StatusOr<std::string> CreateFreshSchema() {
 
 absl::Status RestartServer() {
   const std::string command =
-      fmt::format("'{}' restart '{}'", IDEM_PG_FIXTURE_SCRIPT, IDEM_PG_FIXTURE_DIR);
+      fmt::format("'{}' restart '{}'", IDEM_PG_FIXTURE_SCRIPT, FixtureDir());
   const int rc = std::system(command.c_str());
   if (rc != 0) return absl::InternalError(fmt::format("'{}' exited with {}", command, rc));
   return absl::OkStatus();

@@ -34,6 +34,8 @@ absl::StatusOr<std::vector<std::vector<std::string>>> AdminQuery(std::string_vie
                                                                  std::string_view sql);
 
 // Restarts the server (pg_ctl restart -m fast) and returns once it accepts connections again.
+// Every other test on that server sees its connections drop: only a test with a server of its own
+// (the "postgres_restart" fixture, tests/postgres/CMakeLists.txt) may call it.
 absl::Status RestartServer();
 
 }  // namespace idem::pgtest
