@@ -1,11 +1,16 @@
-# Every dependency is a Debian 12 package; scripts/install-deps.sh installs them by name.
+# Every dependency is a Debian 12 package; scripts/install-deps.sh installs them by name. The
+# installed package finds the libraries' own dependencies the same way (cmake/idemConfig.cmake.in).
 find_package(Threads REQUIRED)
 find_package(absl CONFIG REQUIRED)
 find_package(OpenSSL REQUIRED)
 find_package(SQLite3 REQUIRED)
-find_package(PostgreSQL REQUIRED)
+if(IDEM_WITH_POSTGRES)
+  find_package(PostgreSQL REQUIRED)
+endif()
 find_package(Boost 1.81 CONFIG REQUIRED COMPONENTS json url)
-find_package(CLI11 CONFIG REQUIRED)
+if(IDEM_BUILD_CLI OR IDEM_BUILD_EXAMPLES OR IDEM_BUILD_TESTS)
+  find_package(CLI11 CONFIG REQUIRED)
+endif()
 find_package(fmt CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 if(IDEM_BUILD_TESTS)

@@ -1,5 +1,8 @@
-# Warnings and sanitizers live in one INTERFACE target that every idem target links.
+# Warnings and sanitizers live in one INTERFACE target that every idem target links. It also
+# carries src/ as an include directory, for idem's own targets only: src/ is never part of what
+# an installed or add_subdirectory'd idem exports.
 add_library(idem_build_flags INTERFACE)
+target_include_directories(idem_build_flags INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>)
 target_compile_options(idem_build_flags INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
   -Wcast-align -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough
@@ -12,14 +15,25 @@ if(IDEM_SANITIZE)
   target_link_options(idem_build_flags INTERFACE -fsanitize=address,undefined)
 endif()
 
-# idem_library(NAME SOURCES ... DEPS ...): a static library idem_NAME with alias idem::NAME.
+# idem_library(NAME SOURCES ... DEPS ...): a library idem_NAME with alias idem::NAME; static
+# unless BUILD_SHARED_LIBS is ON. Users see include/ (and C++20) only. A library declared under
+# src/ is part of the package: installed and exported as idem::NAME (cmake/IdemPackage.cmake);
+# one declared elsewhere (test support) is not.
 function(idem_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
-  add_library(idem_${name} STATIC ${ARG_SOURCES})
+  add_library(idem_${name} ${ARG_SOURCES})
   add_library(idem::${name} ALIAS idem_${name})
   target_include_directories(idem_${name} PUBLIC
-    ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(idem_${name} PUBLIC ${ARG_DEPS} PRIVATE idem_build_flags)
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
+  target_compile_features(idem_${name} PUBLIC cxx_std_20)
+  target_link_libraries(idem_${name} PUBLIC ${ARG_DEPS}
+    PRIVATE $<BUILD_INTERFACE:idem_build_flags>)
+  set_target_properties(idem_${name} PROPERTIES EXPORT_NAME ${name})
+  set(src_dir "${PROJECT_SOURCE_DIR}/src")
+  cmake_path(IS_PREFIX src_dir "${CMAKE_CURRENT_SOURCE_DIR}" NORMALIZE in_src)
+  if(in_src)
+    set_property(GLOBAL APPEND PROPERTY IDEM_PACKAGE_LIBRARIES idem_${name})
+  endif()
 endfunction()
 
 # idem_test(NAME SOURCES ... DEPS ... [LABELS ...] [FIXTURES ...]): a GoogleTest binary whose

@@ -4,10 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
-
-#ifndef IDEM_VERSION
-#define IDEM_VERSION "0.0.0"
-#endif
+#include "idem/version.h"
 
 namespace {
 
@@ -35,6 +32,23 @@ void AddHelpCommand(CLI::App& app, int& exit_code) {
   });
 }
 
+// The first word that is not an option names the subcommand (idem's own options take no value).
+// Returns that word when no subcommand has that name, else an empty string. CLI11 would let
+// `idem bogus --help` print the top-level help and exit 0; an unknown subcommand is a usage
+// error however it is asked.
+std::string UnknownSubcommand(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") return "";
+    if (word.starts_with("-")) continue;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (sub->check_name(word)) return "";
+    }
+    return word;
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,6 +63,11 @@ int main(int argc, char** argv) {
   AddHelpCommand(app, exit_code);
   idem::cli::AddCallCommand(app, exit_code);
   idem::cli::AddSimCommand(app, exit_code);
+  if (const std::string unknown = UnknownSubcommand(app, argc, argv); !unknown.empty()) {
+    std::fprintf(stderr, "idem: no subcommand named '%s'; run 'idem --help' for the list\n",
+                 unknown.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,7 +1,9 @@
 #include <fmt/format.h>
 
-#include "idem/postgres_store.h"
 #include "idem/sqlite_store.h"
+#if IDEM_WITH_POSTGRES
+#include "idem/postgres_store.h"
+#endif
 #include "idem/store.h"
 
 namespace idem {
@@ -22,7 +24,13 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStore(std::string_view uri,
     return OpenSqliteStore(rest, query, options);
   }
   if (uri.starts_with("postgresql://") || uri.starts_with("postgres://")) {
+#if IDEM_WITH_POSTGRES
     return OpenPostgresStore(uri, options);
+#else
+    return absl::UnimplementedError(
+        "store URI names PostgreSQL, but this libidem was built without it "
+        "(IDEM_WITH_POSTGRES=OFF): use sqlite:PATH");
+#endif
   }
   return absl::InvalidArgumentError(fmt::format(
       "store URI '{}' has no known scheme: use sqlite:PATH or postgresql://user@host:port/db", uri));
