@@ -52,6 +52,9 @@ struct StoreOptions {
   // synchronous=NORMAL, in WAL mode a commit may be lost on power loss (never on a process crash)
   // in exchange for fewer fsyncs. Also settable in the URI: sqlite:PATH?synchronous=normal.
   bool durable_commits = true;
+  // SQLite only. false: a file that does not exist is NotFound instead of being created (for
+  // tools that only read). Default true.
+  bool create_if_missing = true;
 };
 
 struct ClaimRequest {
@@ -159,14 +162,25 @@ class StoreTransaction : public Transaction {
 };
 
 // Opens the store named by `uri`, applying any schema migrations it needs:
-//   sqlite:PATH[?synchronous=full|normal]  the embedded store (a file; created if absent)
+//   sqlite:PATH[?synchronous=full|normal][&integrity=off|quick|full]
+//                                           the embedded store (a file; created if absent)
+//   sqlite:///relative/path, sqlite:////absolute/path   the same, as SQLAlchemy writes them;
+//                                           sqlite://NAME (a "host") is refused as ambiguous
 //   postgresql://user@host:port/db?...      the shared store (libpq syntax; postgres:// too)
-// Errors: InvalidArgument for a URI of no known scheme or a malformed one; PermissionDenied for a
-// path that cannot be written; DataLoss for a corrupt file; FailedPrecondition for a database
-// that is not idem's or whose schema is newer than this idem; Unavailable for a server that
-// cannot be reached. Nothing is half-written on failure.
+// Errors: InvalidArgument for a URI of no known scheme or a malformed one; NotFound for a SQLite
+// file that does not exist when options.create_if_missing is false; PermissionDenied for a path
+// that cannot be written; DataLoss for a corrupt file (found at open, or by the integrity check
+// the URI asks for); FailedPrecondition for a database that is not idem's or whose schema is
+// newer than this idem; Unavailable for a store locked past options.lock_timeout or a server that
+// cannot be reached. Nothing is half-written on failure. No error message carries a password.
 absl::StatusOr<std::unique_ptr<Store>> OpenStore(std::string_view uri,
                                                  const StoreOptions& options = {});
+
+// Returns `uri` with every password hidden as "***": the password of a URI's user info, password
+// and sslpassword query parameters, and the values of password / sslpassword keywords of a libpq
+// key=value string, quoted or not; from a malformed part of a key=value string on, everything.
+// Use it wherever a store URI is printed, logged or exported.
+std::string RedactStoreUri(std::string_view uri);
 
 }  // namespace idem
 

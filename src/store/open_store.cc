@@ -5,23 +5,50 @@
 #include "idem/postgres_store.h"
 #endif
 #include "idem/store.h"
+#include "store/postgres/pg_uri.h"
 
 namespace idem {
+namespace {
+
+// sqlite:PATH, and SQLAlchemy's sqlite:///relative/path and sqlite:////absolute/path. Returns the
+// path and the query, or InvalidArgument for a form that names no file or means something else.
+absl::StatusOr<std::pair<std::string_view, std::string_view>> SplitSqliteUri(std::string_view uri) {
+  std::string_view rest = uri.substr(std::string_view("sqlite:").size());
+  std::string_view query;
+  if (size_t q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  if (rest.starts_with("//")) {
+    // After "//" a URI names a host, which a SQLite file has not: sqlite://q3.db would otherwise
+    // be the file /q3.db at the root of the file system.
+    if (!rest.starts_with("///")) {
+      const std::string_view name = rest.substr(2);
+      return absl::InvalidArgumentError(fmt::format(
+          "store URI '{}' is ambiguous: 'sqlite://' is followed by a host, not a path. Write "
+          "sqlite:///{} for the file '{}' in the current directory, sqlite:////{} for '/{}' "
+          "(SQLAlchemy's convention), or simply sqlite:{}",
+          uri, name, name, name, name, name));
+    }
+    rest = rest.substr(3);  // sqlite:///relative, sqlite:////absolute
+  }
+  if (rest.empty()) {
+    return absl::InvalidArgumentError(
+        "store URI names no file: write sqlite:PATH, e.g. sqlite:./idem.db");
+  }
+  return std::pair{rest, query};
+}
+
+}  // namespace
+
+std::string RedactStoreUri(std::string_view uri) { return postgres::RedactPassword(uri); }
 
 absl::StatusOr<std::unique_ptr<Store>> OpenStore(std::string_view uri,
                                                  const StoreOptions& options) {
   if (uri.starts_with("sqlite:")) {
-    std::string_view rest = uri.substr(std::string_view("sqlite:").size());
-    std::string_view query;
-    if (size_t q = rest.find('?'); q != std::string_view::npos) {
-      query = rest.substr(q + 1);
-      rest = rest.substr(0, q);
-    }
-    if (rest.empty()) {
-      return absl::InvalidArgumentError(
-          "store URI 'sqlite:' names no file: write sqlite:PATH, e.g. sqlite:./idem.db");
-    }
-    return OpenSqliteStore(rest, query, options);
+    auto split = SplitSqliteUri(uri);
+    if (!split.ok()) return split.status();
+    return OpenSqliteStore(split->first, split->second, options);
   }
   if (uri.starts_with("postgresql://") || uri.starts_with("postgres://")) {
 #if IDEM_WITH_POSTGRES
@@ -32,8 +59,10 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStore(std::string_view uri,
         "(IDEM_WITH_POSTGRES=OFF): use sqlite:PATH");
 #endif
   }
-  return absl::InvalidArgumentError(fmt::format(
-      "store URI '{}' has no known scheme: use sqlite:PATH or postgresql://user@host:port/db", uri));
+  return absl::InvalidArgumentError(
+      fmt::format("store URI '{}' has no known scheme: use sqlite:PATH or "
+                  "postgresql://user@host:port/db",
+                  RedactStoreUri(uri)));
 }
 
 }  // namespace idem

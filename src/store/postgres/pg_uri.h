@@ -17,7 +17,10 @@ struct ParsedConninfo {
 // Errors: InvalidArgument for an empty or malformed conninfo, naming libpq's complaint.
 absl::StatusOr<ParsedConninfo> ParseConninfo(std::string_view conninfo);
 
-// Returns `conninfo` with any password replaced by "***".
+// Returns `conninfo` with every secret replaced by "***": the password of a URI's user info (up to
+// its last '@'), a password or sslpassword query parameter (its name percent-decoded, as libpq
+// does), and the value of a password or sslpassword keyword of a key=value string, quoted or not.
+// From a malformed part of a key=value string on, everything is hidden.
 std::string RedactPassword(std::string_view conninfo);
 
 }  // namespace idem::postgres

@@ -36,5 +36,24 @@ TEST(PgUri, RedactPasswordHidesUriAndKeywordPasswords) {
             "postgresql://u@h/d?password=***&x=1");
 }
 
+TEST(PgUri, RedactPasswordHidesAllOfAQuotedPassword) {
+  EXPECT_EQ(RedactPassword("host=h password='se cret' bogus=1"), "host=h password=*** bogus=1");
+  EXPECT_EQ(RedactPassword("host=h PASSWORD = 'a\\'b' user=u"), "host=h PASSWORD = *** user=u");
+  EXPECT_EQ(RedactPassword("postgresql://u@h/d?sslpassword=k"),
+            "postgresql://u@h/d?sslpassword=***");
+}
+
+// libpq quotes the offending word of a malformed conninfo in its message: a word of the password
+// must not come back that way.
+TEST(PgUri, MalformedKeywordStringWithAPasswordIsInvalidArgumentWithoutAnyOfIt) {
+  for (const char* conninfo : {"host=h password=se cret", "host=h password='se cret' bogus=1",
+                               "host=h password='se cret", "host=h password=se cret=1"}) {
+    absl::StatusOr<ParsedConninfo> parsed = ParseConninfo(conninfo);
+    ASSERT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << conninfo;
+    const std::string message(parsed.status().message());
+    EXPECT_EQ(message.find("cret"), std::string::npos) << conninfo << " -> " << message;
+  }
+}
+
 }  // namespace
 }  // namespace idem::postgres

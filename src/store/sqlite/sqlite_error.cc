@@ -24,7 +24,7 @@ absl::Status FromSqlite(int rc, sqlite3* db, std::string_view what) {
     case SQLITE_LOCKED:
       return absl::UnavailableError(fmt::format(
           "{}: the database is locked by another connection or process ({}); retry later, or "
-          "raise StoreOptions::lock_timeout",
+          "allow a longer lock timeout",
           what, detail));
     case SQLITE_CONSTRAINT:
       if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {

@@ -7,13 +7,32 @@
 namespace idem::sqlite {
 namespace {
 
+absl::Status ApplyIntegrity(std::string_view value, OpenSettings& settings) {
+  if (value == "off") {
+    settings.integrity = IntegrityCheck::kOff;
+  } else if (value == "quick") {
+    settings.integrity = IntegrityCheck::kQuick;
+  } else if (value == "full") {
+    settings.integrity = IntegrityCheck::kFull;
+  } else {
+    return absl::InvalidArgumentError(fmt::format(
+        "sqlite: URI option integrity='{}' is not known; write integrity=off, integrity=quick or "
+        "integrity=full",
+        value));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ApplyQueryPair(std::string_view pair, OpenSettings& settings) {
   const size_t eq = pair.find('=');
   const std::string_view name = pair.substr(0, eq);
   const std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+  if (name == "integrity") return ApplyIntegrity(value, settings);
   if (name != "synchronous") {
     return absl::InvalidArgumentError(fmt::format(
-        "unknown sqlite: URI option '{}'; the only option is synchronous=full|normal", name));
+        "unknown sqlite: URI option '{}'; the options are synchronous=full|normal and "
+        "integrity=off|quick|full",
+        name));
   }
   if (value == "full") {
     settings.connection.synchronous_full = true;
@@ -61,6 +80,7 @@ absl::StatusOr<OpenSettings> ResolveOpenSettings(std::string_view path,
   settings.connection.lock_timeout = options.lock_timeout;
   settings.connection.synchronous_full = options.durable_commits;
   settings.max_connections = options.max_connections;
+  settings.create_if_missing = options.create_if_missing;
   settings.retention = options.retention;
   settings.clock = options.clock != nullptr ? options.clock : &SystemClock();
   while (!uri_query.empty()) {

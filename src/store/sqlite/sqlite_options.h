@@ -14,16 +14,22 @@
 
 namespace idem::sqlite {
 
+// What to check of the file's integrity at open (URI option integrity=off|quick|full).
+enum class IntegrityCheck { kOff, kQuick, kFull };
+
 struct OpenSettings {
   std::string path;  // as handed to sqlite3_open_v2
+  IntegrityCheck integrity = IntegrityCheck::kOff;
+  bool create_if_missing = true;
   ConnectionSettings connection;
   int max_connections = 8;
   Millis retention{0};
   Clock* clock = nullptr;  // never null
 };
 
-// Returns the settings for `path` and `uri_query` ("synchronous=full|normal", '&'-separated,
-// may be empty; the URI wins over StoreOptions::durable_commits).
+// Returns the settings for `path` and `uri_query` ("synchronous=full|normal",
+// "integrity=off|quick|full", '&'-separated, may be empty; the URI wins over
+// StoreOptions::durable_commits).
 // Errors: InvalidArgument for an empty or in-memory path, an unknown query key or value, or
 // options out of range (max_connections < 1, retention <= 0, lock_timeout < 0).
 absl::StatusOr<OpenSettings> ResolveOpenSettings(std::string_view path,

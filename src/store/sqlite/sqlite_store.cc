@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "idem/key.h"
 #include "store/sqlite/connection_pool.h"
 #include "store/sqlite/key_table.h"
+#include "store/sqlite/sqlite_integrity.h"
 #include "store/sqlite/sqlite_options.h"
 #include "store/sqlite/sqlite_schema.h"
 #include "store/sqlite/sqlite_transaction.h"
@@ -197,6 +199,10 @@ absl::StatusOr<std::unique_ptr<Store>> OpenChecked(const std::string& path,
                                                    const sqlite::OpenSettings& settings) {
   IDEM_ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn,
                         Connection::OpenUnconfigured(path, settings.connection.lock_timeout));
+  if (settings.integrity != sqlite::IntegrityCheck::kOff) {
+    IDEM_RETURN_IF_ERROR(sqlite::RunIntegrityCheck(
+        *conn, path, settings.integrity == sqlite::IntegrityCheck::kFull));
+  }
   IDEM_ASSIGN_OR_RETURN(int64_t version, sqlite::CheckSchema(*conn, path));
   IDEM_RETURN_IF_ERROR(conn->Configure(path, settings.connection));
   if (version < sqlite::LatestSchemaVersion()) {
@@ -207,13 +213,29 @@ absl::StatusOr<std::unique_ptr<Store>> OpenChecked(const std::string& path,
   return std::make_unique<SqliteStore>(std::move(pool), *settings.clock, settings.retention);
 }
 
+absl::Status MustExist(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::exists(path, error)) return absl::OkStatus();
+  return absl::NotFoundError(fmt::format(
+      "the SQLite database '{}' does not exist (nothing was created); check the path", path));
+}
+
 }  // namespace
+
+absl::Status CheckSqliteIntegrity(std::string_view path, bool full, Millis lock_timeout) {
+  const std::string file(path);
+  IDEM_RETURN_IF_ERROR(MustExist(file));
+  IDEM_ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn,
+                        Connection::OpenUnconfigured(file, lock_timeout));
+  return sqlite::RunIntegrityCheck(*conn, file, full);
+}
 
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(std::string_view path,
                                                        std::string_view uri_query,
                                                        const StoreOptions& options) {
   IDEM_ASSIGN_OR_RETURN(sqlite::OpenSettings settings,
                         sqlite::ResolveOpenSettings(path, uri_query, options));
+  if (!settings.create_if_missing) IDEM_RETURN_IF_ERROR(MustExist(settings.path));
   // Nothing is half-written on failure: the checks run before any write, and the migrations
   // apply in one transaction. A file this call created stays behind empty, and a later open
   // sets it up.
