@@ -71,7 +71,8 @@ class Guard {
   //  - A concurrent caller of the same key waits for the first's commit and replays it (or runs
   //    the effect itself if the first rolled back).
   // Errors: FailedPrecondition when the key's stored fingerprint differs (nothing is returned of
-  // the stored response); Aborted when a lease-mode holder still holds the key; Unavailable when
+  // the stored response); DataLoss when the stored fingerprint is not of idem::Fingerprint's form
+  // while `fingerprint` is (a corrupt record, not a reused key); Aborted when a lease-mode holder still holds the key; Unavailable when
   // the store is busy or down; any error the effect returned. On error nothing is recorded.
   absl::StatusOr<GuardResult> Run(const Scope& scope, std::string_view fingerprint,
                                   const Effect& effect);

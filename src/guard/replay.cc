@@ -6,8 +6,25 @@
 #include <atomic>
 
 namespace idem::guard_internal {
+namespace {
+
+// The form of idem::Fingerprint's output: 64 lowercase hex digits.
+bool IsHexFingerprint(std::string_view text) {
+  return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+}  // namespace
 
 absl::StatusOr<GuardResult> ReplayOf(const KeyRecord& record, std::string_view fingerprint) {
+  if (record.fingerprint != fingerprint && IsHexFingerprint(fingerprint) &&
+      !IsHexFingerprint(record.fingerprint)) {
+    // No request has such a fingerprint: the stored record was damaged, not the key reused.
+    return absl::DataLossError(fmt::format(
+        "the stored record of idempotency key '{}' holds a fingerprint that no request has (not "
+        "64 lowercase hex digits): the store is corrupt; check it (sqlite: URI option "
+        "integrity=full) and restore it from a backup",
+        record.scope.key));
+  }
   if (record.fingerprint != fingerprint) {
     return absl::FailedPreconditionError(fmt::format(
         "idempotency key '{}' was first used with a different request; a key names one request: "

@@ -12,7 +12,9 @@
 namespace idem::guard_internal {
 
 // Returns the stored outcome of `record` to replay.
-// Errors: FailedPrecondition when the record's fingerprint differs from `fingerprint`;
+// Errors: DataLoss when `fingerprint` has idem::Fingerprint's form (64 lowercase hex digits) and
+// the stored one does not: the store is corrupt, the key was not reused; FailedPrecondition when
+// the record's fingerprint differs from `fingerprint`;
 // Aborted when the record is still in_progress (held by a live lease).
 absl::StatusOr<GuardResult> ReplayOf(const KeyRecord& record, std::string_view fingerprint);
 
