@@ -6,21 +6,23 @@
 // running the same file again later resumes where it stopped, since applied lines only replay.
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "cli_support.h"
 #include "commands.h"
 #include "ledger.h"
+#include "line_reader.h"
 
 namespace idem::ledger {
 namespace {
 
 struct ApplyFlags {
-  std::string store;
+  StoreFlags store;
   std::string file;
   std::optional<int64_t> overdraft_limit;
   bool progress = false;
@@ -65,7 +67,8 @@ bool ApplyLine(Ledger& ledger, const ApplyFlags& flags, int64_t line_number, std
     const absl::Status& status = result.status();
     const std::string why =
         fmt::format("transfer '{}': {}", transfer->key, std::string(status.message()));
-    if (absl::IsFailedPrecondition(status) || absl::IsAborted(status)) {
+    if (absl::IsFailedPrecondition(status) || absl::IsAborted(status) ||
+        absl::IsOutOfRange(status)) {
       Reject(flags, counts, line_number, why + "; nothing was applied for this line");
       return true;
     }
@@ -93,38 +96,65 @@ bool ApplyLine(Ledger& ledger, const ApplyFlags& flags, int64_t line_number, std
   return true;
 }
 
+// The input file (or stdin), closed when done.
+struct Input {
+  std::FILE* file = nullptr;
+  ~Input() {
+    if (file != nullptr && file != stdin) std::fclose(file);
+  }
+};
+
+// Applies every line of `in`. Returns false when the run stopped on a store failure or a read
+// error (said on stderr).
+bool ApplyAll(Ledger& ledger, const ApplyFlags& flags, std::FILE* in, Counts& counts) {
+  LineReader reader(in);
+  std::string line;
+  for (int64_t line_number = 1;; ++line_number) {
+    switch (reader.Next(line)) {
+      case LineRead::kEnd:
+        return true;
+      case LineRead::kError:
+        PrintError(
+            fmt::format("cannot read '{}' at line {}: {}; stopping (the lines before it "
+                        "were applied; fix the input and apply it again)",
+                        flags.file, line_number, std::strerror(reader.error())));
+        return false;
+      case LineRead::kTooLong:
+        Reject(flags, counts, line_number,
+               fmt::format("the line is longer than {} bytes; nothing was applied for this line",
+                           kMaxLineBytes));
+        continue;
+      case LineRead::kLine:
+        break;
+    }
+    if (IsBlank(line)) continue;
+    if (!ApplyLine(ledger, flags, line_number, line, counts)) return false;
+  }
+}
+
 int RunApply(const ApplyFlags& flags) {
-  std::ifstream file_stream;
-  std::istream* in = &std::cin;
+  Input input{.file = stdin};
   if (flags.file != "-") {
-    file_stream.open(flags.file);
-    if (!file_stream) {
-      std::fputs(fmt::format("idem-ledger: cannot read '{}': check the path\n", flags.file).c_str(),
-                 stderr);
+    input.file = std::fopen(flags.file.c_str(), "r");
+    if (input.file == nullptr) {
+      PrintError(
+          fmt::format("cannot read '{}': {}; check the path", flags.file, std::strerror(errno)));
       return kExitFailed;
     }
-    in = &file_stream;
   }
-  auto ledger = Ledger::Open(flags.store, {.overdraft_limit = flags.overdraft_limit});
+  auto ledger = Ledger::Open(flags.store.store, {.overdraft_limit = flags.overdraft_limit,
+                                                 .lock_timeout = flags.store.lock_timeout});
   if (!ledger.ok()) {
-    std::fputs(fmt::format("idem-ledger: cannot open store '{}': {}\n", flags.store,
-                           std::string(ledger.status().message()))
-                   .c_str(),
-               stderr);
+    PrintError(StoreFailure("open store", flags.store, ledger.status()));
     return kExitFailed;
   }
   Counts counts;
-  bool finished = true;
-  std::string line;
-  for (int64_t line_number = 1; finished && std::getline(*in, line); ++line_number) {
-    if (IsBlank(line)) continue;
-    finished = ApplyLine(**ledger, flags, line_number, line, counts);
-  }
+  const bool finished = ApplyAll(**ledger, flags, input.file, counts);
   std::fputs(fmt::format("applied {}, replayed {}, rejected {}\n", counts.applied, counts.replayed,
                          counts.rejected)
                  .c_str(),
              stdout);
-  if (!finished) return kExitFailed;
+  if (!OutputWritten() || !finished) return kExitFailed;
   return counts.rejected == 0 ? kExitOk : kExitRejected;
 }
 
@@ -138,39 +168,46 @@ void AddApplyCommand(CLI::App& app, int& exit_code) {
       "{\"key\": \"t-1\", \"from\": \"a\", \"to\": \"b\", \"amount\": 5}. Each key is applied "
       "at most once, however often the file is applied. Prints 'applied N, replayed N, "
       "rejected N'; exit code 0 when no line was rejected, 1 when some were, 2 on failure.");
-  apply->add_option("--store", flags->store, "Store URI: sqlite:PATH or postgresql://...")
-      ->required();
+  AddStoreFlags(*apply, flags->store);
   apply->add_option("FILE", flags->file, "The transfers, one JSON object a line ('-': stdin)")
       ->required();
   apply
       ->add_option("--overdraft-limit", flags->overdraft_limit,
                    "Decline a transfer that would take the paying account below minus this "
                    "(default: no limit); a decline is stored and replayed like a success")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            int64_t value = 0;
+            if (!CLI::detail::lexical_cast(text, value) || value < 0) {
+              return "must be a whole number, 0 or more";
+            }
+            return std::string();
+          },
+          "NUMBER >= 0"));
   apply->add_flag("--progress", flags->progress,
                   "Print 'line N applied|replayed|rejected' as each line is done");
   apply->callback([flags, &exit_code] { exit_code = RunApply(*flags); });
 }
 
 void AddBalancesCommand(CLI::App& app, int& exit_code) {
-  auto store = std::make_shared<std::string>();
+  auto store = std::make_shared<StoreFlags>();
   CLI::App* balances = app.add_subcommand(
-      "balances", "Print every account's balance as one JSON object, keys sorted");
-  balances->add_option("--store", *store, "Store URI: sqlite:PATH or postgresql://...")->required();
+      "balances",
+      "Print every account's balance as one JSON object, keys sorted. The store must exist: "
+      "balances never creates one");
+  AddStoreFlags(*balances, *store);
   balances->callback([store, &exit_code] {
-    auto ledger = Ledger::Open(*store);
+    auto ledger =
+        Ledger::Open(store->store, {.lock_timeout = store->lock_timeout, .create_store = false});
     absl::StatusOr<std::map<std::string, int64_t>> result =
         ledger.ok() ? (*ledger)->Balances() : ledger.status();
     if (!result.ok()) {
-      std::fputs(fmt::format("idem-ledger: cannot read balances from '{}': {}\n", *store,
-                             std::string(result.status().message()))
-                     .c_str(),
-                 stderr);
+      PrintError(StoreFailure("read balances from", *store, result.status()));
       exit_code = kExitFailed;
       return;
     }
     std::fputs((BalancesJson(*result) + "\n").c_str(), stdout);
-    exit_code = kExitOk;
+    exit_code = OutputWritten() ? kExitOk : kExitFailed;
   });
 }
 

@@ -2,8 +2,13 @@
 // run-once guard (idem/guard.h), so a transfer delivered twice moves money once.
 //
 // Each transfer is one transaction on the store's database: the guard claims the key, the effect
-// writes both legs of the transfer (ledger_entries) and the two balances (ledger_balances), and
-// the guard records the outcome; all of it commits together or not at all.
+// records the key for good (ledger_transfers), writes both legs of the transfer (ledger_entries)
+// and the two balances (ledger_balances), and the guard records the outcome; all of it commits
+// together or not at all.
+//
+// The guard's key record expires after the store's retention (24 h); ledger_transfers does not.
+// A transfer arriving again after the retention finds its key there and is replayed, not applied
+// again: money never depends on a retention window.
 //
 // Thread-safety: a Ledger may be used from several threads at once (the guard and the store are).
 #ifndef IDEM_EXAMPLES_LEDGER_LEDGER_H_
@@ -34,6 +39,12 @@ struct LedgerOptions {
   // How many times a transient store error (busy, lock timeout, lost connection) is retried per
   // transfer, with a doubling backoff from 5 ms to 1 s, before it is reported. Default 8.
   int transient_retries = 8;
+  // How long to wait for a store locked by another process (StoreOptions::lock_timeout).
+  // Default 5 s.
+  Millis lock_timeout{5000};
+  // false: a SQLite store that does not exist is an error (NotFound) rather than created, for
+  // commands that only read. Default true.
+  bool create_store = true;
 };
 
 enum class ApplyStatus {
@@ -61,8 +72,10 @@ class Ledger final {
   // Applies `transfer`, parsed from `line`, at most once per key. The line (the request body) is
   // fingerprinted, so a key is bound to the transfer it first came with.
   // Errors: FailedPrecondition when the key was used before with another transfer; Aborted when
-  // another process holds the key in lease mode; Unavailable when the store stayed busy through
-  // every retry; Internal for a store failure. On error nothing is stored for the transfer.
+  // another process holds the key in lease mode; OutOfRange when a balance would leave the 64-bit
+  // range; Unavailable when the store stayed busy through every retry; DataLoss when the store
+  // holds a corrupt record; Internal for a store failure. On error nothing is stored for the
+  // transfer.
   absl::StatusOr<ApplyResult> Apply(const Transfer& transfer, std::string_view line);
 
   // Returns every account's balance. Errors: Unavailable when the store is busy or down.

@@ -9,6 +9,7 @@
 #include <system_error>
 #include <utility>
 
+#include "idem/canonical_json.h"
 #include "idem/key.h"
 
 namespace idem::ledger {
@@ -68,7 +69,30 @@ absl::StatusOr<int64_t> AmountField(const boost::json::object& object) {
   return amount;
 }
 
+// Boost.JSON keeps the last of two members with one name; a transfer must not depend on which.
+// idem's canonical JSON refuses duplicate names (and the fingerprint of such a line would fall
+// back to its raw bytes). Returns InvalidArgument naming the field given twice.
+absl::Status CheckNoFieldTwice(std::string_view line) {
+  absl::StatusOr<std::string> canonical = CanonicalizeJson(line);
+  if (canonical.ok()) return absl::OkStatus();
+  const std::string why(canonical.status().message());
+  if (why.find("twice") == std::string::npos) return absl::OkStatus();
+  for (std::string_view field : kFields) {
+    if (why.find(fmt::format("\"{}\"", field)) != std::string::npos) {
+      return absl::InvalidArgumentError(fmt::format(
+          "field '{}' is given twice: give each field once (which one would count is not defined)",
+          field));
+    }
+  }
+  return absl::InvalidArgumentError(fmt::format("{}", why));
+}
+
 absl::StatusOr<boost::json::object> ParseObject(std::string_view line) {
+  if (line.starts_with("\xEF\xBB\xBF")) {
+    return absl::InvalidArgumentError(
+        "the line starts with a UTF-8 byte-order mark (EF BB BF): save the file as UTF-8 without "
+        "a byte-order mark");
+  }
   std::error_code ec;
   boost::json::value value;
   try {
@@ -92,6 +116,7 @@ absl::StatusOr<boost::json::object> ParseObject(std::string_view line) {
           fmt::format("unknown field '{}': a transfer has only key, from, to and amount", name));
     }
   }
+  if (absl::Status once = CheckNoFieldTwice(line); !once.ok()) return once;
   return std::move(*object);
 }
 

@@ -148,7 +148,12 @@ TEST_F(LedgerApplyTest, BlankLinesAreSkippedAndKeepLineNumbersTrue) {
   EXPECT_THAT(run.err, HasSubstr(file + ":4: field 'from' is missing"));
 }
 
-TEST_F(LedgerApplyTest, BalancesOfAnEmptyLedgerIsAnEmptyObject) { EXPECT_EQ(Balances(), "{}\n"); }
+TEST_F(LedgerApplyTest, BalancesOfAnEmptyLedgerIsAnEmptyObject) {
+  const std::string empty = dir_.Path("empty.jsonl");
+  WriteLines(empty, {});
+  ASSERT_EQ(Apply(empty).exit_code, 0);  // creates the store; balances never does
+  EXPECT_EQ(Balances(), "{}\n");
+}
 
 TEST_F(LedgerApplyTest, UnknownStoreSchemeFailsWithExitCode2) {
   const std::string file = dir_.Path("transfers.jsonl");

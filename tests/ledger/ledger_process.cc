@@ -31,24 +31,49 @@ constexpr int kStdoutPipeBytes = 4096;
   std::abort();
 }
 
+// The test's environment with `extra` (NAME=VALUE) added, replacing entries of the same name.
+std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra) {
+  std::vector<std::string> env = extra;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    bool replaced = false;
+    for (const std::string& added : extra) replaced = replaced || added.starts_with(name);
+    if (!replaced) env.push_back(entry);
+  }
+  return env;
+}
+
+std::vector<char*> Pointers(std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (std::string& s : strings) pointers.push_back(s.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
 }  // namespace
 
-LedgerProcess::LedgerProcess(const std::vector<std::string>& args) {
+LedgerProcess::LedgerProcess(const std::vector<std::string>& args, const SpawnOptions& options) {
   std::array<int, 2> out{};
   std::array<int, 2> err{};
   if (pipe2(out.data(), O_CLOEXEC) != 0 || pipe2(err.data(), O_CLOEXEC) != 0) Die("pipe2");
   (void)fcntl(out[1], F_SETPIPE_SZ, kStdoutPipeBytes);  // best effort; the default also works
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_addopen(&actions, 0, options.stdin_path.c_str(), O_RDONLY, 0);
+  if (options.stdout_path.empty()) {
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 1, options.stdout_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
   posix_spawn_file_actions_adddup2(&actions, err[1], 2);
   std::vector<std::string> argv_strings = {IDEM_LEDGER_BIN};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_strings) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  const int rc = posix_spawn(&pid_, IDEM_LEDGER_BIN, &actions, nullptr, argv.data(), environ);
+  std::vector<char*> argv = Pointers(argv_strings);
+  std::vector<std::string> env_strings = ChildEnvironment(options.env);
+  std::vector<char*> envp = Pointers(env_strings);
+  const int rc = posix_spawn(&pid_, IDEM_LEDGER_BIN, &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(out[1]);
   close(err[1]);
@@ -136,8 +161,8 @@ Finished LedgerProcess::Reap() {
   return finished;
 }
 
-Finished RunLedger(const std::vector<std::string>& args) {
-  LedgerProcess process(args);
+Finished RunLedger(const std::vector<std::string>& args, const SpawnOptions& options) {
+  LedgerProcess process(args, options);
   return process.Wait();
 }
 

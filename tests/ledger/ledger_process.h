@@ -20,14 +20,24 @@ struct Finished {
   std::string err;     // everything written to stderr
 };
 
-// Runs `idem-ledger args...` to completion, stdin from /dev/null, and returns what it did.
-// Aborts the test binary (via GoogleTest's fatal assertions in the caller) if it cannot spawn.
-Finished RunLedger(const std::vector<std::string>& args);
+// How a child is started. Defaults: stdin from /dev/null, stdout to a pipe the test reads, the
+// test's own environment.
+struct SpawnOptions {
+  std::string stdin_path = "/dev/null";
+  // When set, stdout goes to this file (e.g. /dev/full) instead of the pipe; `out` stays empty.
+  std::string stdout_path;
+  // NAME=VALUE pairs added to (or replacing those of) the test's environment.
+  std::vector<std::string> env;
+};
+
+// Runs `idem-ledger args...` to completion and returns what it did.
+// Aborts the test binary if it cannot spawn.
+Finished RunLedger(const std::vector<std::string>& args, const SpawnOptions& options = {});
 
 // A running idem-ledger whose stdout is read line by line; stderr is collected.
 class LedgerProcess final {
  public:
-  explicit LedgerProcess(const std::vector<std::string>& args);
+  explicit LedgerProcess(const std::vector<std::string>& args, const SpawnOptions& options = {});
   LedgerProcess(const LedgerProcess&) = delete;
   LedgerProcess& operator=(const LedgerProcess&) = delete;
   ~LedgerProcess();  // kills and reaps a child still running
