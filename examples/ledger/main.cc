@@ -6,10 +6,7 @@
 #include <string_view>
 
 #include "commands.h"
-
-#ifndef IDEM_VERSION
-#define IDEM_VERSION "0.0.0"
-#endif
+#include "idem/version.h"
 
 namespace {
 

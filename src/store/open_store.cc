@@ -4,8 +4,8 @@
 #if IDEM_WITH_POSTGRES
 #include "idem/postgres_store.h"
 #endif
+#include "common/conninfo_secrets.h"
 #include "idem/store.h"
-#include "store/postgres/pg_uri.h"
 
 namespace idem {
 namespace {
@@ -41,7 +41,7 @@ absl::StatusOr<std::pair<std::string_view, std::string_view>> SplitSqliteUri(std
 
 }  // namespace
 
-std::string RedactStoreUri(std::string_view uri) { return postgres::RedactPassword(uri); }
+std::string RedactStoreUri(std::string_view uri) { return RedactConninfo(uri); }
 
 absl::StatusOr<std::unique_ptr<Store>> OpenStore(std::string_view uri,
                                                  const StoreOptions& options) {
