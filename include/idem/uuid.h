@@ -8,7 +8,10 @@
 // fills rand_a and the top 30 bits of rand_b; the low 32 bits of rand_b are fresh random bits in
 // every id. At each new millisecond the counter restarts at a random value with its top bit
 // clear, so at least 2^41 ids fit in one millisecond; if the counter still overflows, the
-// generator moves its timestamp one millisecond ahead of the clock. A clock that steps backwards
+// generator moves its timestamp one millisecond ahead of the clock. The random bits (the
+// counter's starting points and the 32 bits of every id) come from the operating system
+// (getrandom), so ids cannot be predicted from earlier ones; only a generator given a seed (for
+// tests) uses a pseudo-random sequence instead. A clock that steps backwards
 // never makes ids go backwards: the generator keeps the later timestamp and counts on.
 //
 // Thread-safety: UuidV7Generator::Next and NewUuidV7 are safe to call from many threads at once.
@@ -19,6 +22,7 @@
 #include <compare>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -48,11 +52,15 @@ struct Uuid {
 // characters with hyphens at positions 8, 13, 18 and 23 and hex digits elsewhere.
 absl::StatusOr<Uuid> ParseUuid(std::string_view text);
 
-// Makes version 7 UUIDs from an injected clock and seed, strictly increasing for one generator.
+// Makes version 7 UUIDs from an injected clock, strictly increasing for one generator.
 class UuidV7Generator final {
  public:
-  // `clock` is not owned and must outlive the generator. The same seed and the same clock
-  // readings give the same ids (for tests); production code seeds from std::random_device.
+  // `clock` is not owned and must outlive the generator. Random bits come from the operating
+  // system (getrandom); a failure to get them is a broken invariant and aborts the process.
+  explicit UuidV7Generator(const Clock& clock);
+  // For tests only: random bits from a pseudo-random sequence seeded with `seed`, so that the same
+  // seed and the same clock readings give the same ids. Never use it for ids anyone may see:
+  // they are predictable from a few samples.
   UuidV7Generator(const Clock& clock, std::uint64_t seed);
   UuidV7Generator(const UuidV7Generator&) = delete;
   UuidV7Generator& operator=(const UuidV7Generator&) = delete;
@@ -64,18 +72,21 @@ class UuidV7Generator final {
   friend class UuidV7GeneratorTestPeer;  // sets the counter near overflow in tests
   static constexpr int kCounterBits = 42;
 
-  void RestartCounter();  // REQUIRES: mu_ held
+  void RestartCounter();     // REQUIRES: mu_ held
+  std::uint64_t Random64();  // REQUIRES: mu_ held
 
   const Clock& clock_;
   std::mutex mu_;
   // Guarded by mu_:
-  std::mt19937_64 rng_;
+  std::optional<std::mt19937_64> seeded_;  // set only by the test constructor
+  std::array<std::uint8_t, 256> pool_{};   // bytes from the OS not used yet: pool_[pool_used_..]
+  std::size_t pool_used_ = 256;
   std::int64_t last_millis_ = -1;
   std::uint64_t counter_ = 0;
 };
 
 // Returns a new version 7 UUID in text form from the process-wide generator (system clock,
-// seeded from std::random_device; reseeded in a child process after fork()).
+// random bits from the operating system; a child process after fork() gets its own generator).
 std::string NewUuidV7();
 
 }  // namespace idem

@@ -1,10 +1,16 @@
 #include "idem/uuid.h"
 
 #include <fmt/format.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
+#include <span>
 
 namespace idem {
 namespace {
@@ -18,9 +24,21 @@ int HexValue(char c) {
 
 bool IsHyphenPosition(std::size_t i) { return i == 8 || i == 13 || i == 18 || i == 23; }
 
-std::uint64_t RandomSeed() {
-  std::random_device device;
-  return (std::uint64_t{device()} << 32) ^ device();
+// Fills `out` from the operating system's random source (getrandom, blocking only until the
+// kernel's pool is first initialised at boot). Failing to get randomness is a broken environment
+// with no safe fallback: the process stops rather than issue predictable ids.
+void FillFromOs(std::span<std::uint8_t> out) {
+  std::size_t filled = 0;
+  while (filled < out.size()) {
+    const ssize_t got = getrandom(out.data() + filled, out.size() - filled, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      std::fprintf(stderr, "idem: getrandom failed (%s); cannot make unpredictable ids\n",
+                   std::strerror(errno));
+      std::abort();
+    }
+    filled += static_cast<std::size_t>(got);
+  }
 }
 
 }  // namespace
@@ -68,12 +86,26 @@ absl::StatusOr<Uuid> ParseUuid(std::string_view text) {
   return uuid;
 }
 
+UuidV7Generator::UuidV7Generator(const Clock& clock) : clock_(clock) {}
+
 UuidV7Generator::UuidV7Generator(const Clock& clock, std::uint64_t seed)
-    : clock_(clock), rng_(seed) {}
+    : clock_(clock), seeded_(std::in_place, seed) {}
+
+std::uint64_t UuidV7Generator::Random64() {
+  if (seeded_) return (*seeded_)();
+  if (pool_used_ + sizeof(std::uint64_t) > pool_.size()) {
+    FillFromOs(pool_);
+    pool_used_ = 0;
+  }
+  std::uint64_t value = 0;
+  std::memcpy(&value, pool_.data() + pool_used_, sizeof(value));
+  pool_used_ += sizeof(value);
+  return value;
+}
 
 void UuidV7Generator::RestartCounter() {
   // Top bit clear: at least 2^41 increments before the counter overflows (RFC 9562 §6.2).
-  counter_ = rng_() & ((std::uint64_t{1} << (kCounterBits - 1)) - 1);
+  counter_ = Random64() & ((std::uint64_t{1} << (kCounterBits - 1)) - 1);
 }
 
 Uuid UuidV7Generator::Next() {
@@ -87,7 +119,7 @@ Uuid UuidV7Generator::Next() {
     RestartCounter();
   }
   const std::uint64_t millis = static_cast<std::uint64_t>(last_millis_) & 0xFFFF'FFFF'FFFF;
-  const std::uint64_t random = rng_() & 0xFFFF'FFFF;
+  const std::uint64_t random = Random64() & 0xFFFF'FFFF;
   // high: timestamp(48) | version(4) | counter bits 41..30 (12)
   const std::uint64_t high = (millis << 16) | (std::uint64_t{7} << 12) | (counter_ >> 30);
   // low: variant 0b10 (2) | counter bits 29..0 (30) | random (32)
@@ -107,7 +139,7 @@ std::string NewUuidV7() {
   std::lock_guard<std::mutex> lock(mu);
   // A forked child inherits the generator's state; reseed so parent and child never collide.
   if (const pid_t pid = getpid(); !generator || pid != owner) {
-    generator.emplace(SystemClock(), RandomSeed());
+    generator.emplace(SystemClock());
     owner = pid;
   }
   return generator->Next().ToString();

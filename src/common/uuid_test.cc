@@ -125,6 +125,29 @@ TEST(UuidV7Generator, SameSeedAndClockGiveSameIds) {
   EXPECT_NE(from_a, c.Next());
 }
 
+// Issue 12: the random bits came from mt19937_64, whose output is predictable from a few samples.
+// Generators without a seed draw from the operating system: two of them on the same clock share
+// no random bits, and each still counts up.
+TEST(UuidV7Generator, UnseededGeneratorsDrawIndependentBitsFromTheOs) {
+  ManualClock clock(kRfcExampleMillis);
+  UuidV7Generator a(clock);
+  UuidV7Generator b(clock);
+  std::set<Uuid> seen;
+  Uuid last_a;
+  for (int i = 0; i < 1000; ++i) {
+    const Uuid from_a = a.Next();
+    const Uuid from_b = b.Next();
+    EXPECT_TRUE(seen.insert(from_a).second);
+    EXPECT_TRUE(seen.insert(from_b).second);
+    if (i > 0) {
+      EXPECT_LT(last_a, from_a);
+    }
+    last_a = from_a;
+    EXPECT_EQ(from_a.version(), 7);
+    EXPECT_EQ(from_a.unix_millis(), kRfcExampleMillis);
+  }
+}
+
 TEST(UuidV7Generator, GivesUniqueIncreasingIdsAcrossThreads) {
   ManualClock clock(kRfcExampleMillis);
   UuidV7Generator generator(clock, 7);
