@@ -7,7 +7,9 @@
 
 #include "cli/call_http.h"
 #include "cli/call_options.h"
+#include "cli/cli_output.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "idem/retry/circuit_breaker.h"
 #include "idem/retry/deadline.h"
 #include "idem/retry/duration.h"
@@ -29,6 +31,7 @@ constexpr int kExitUsage = 2;
 constexpr int kExitConnect = 3;
 constexpr int kExitDeadline = 4;
 constexpr int kExitStopped = 5;
+constexpr int kExitOutput = 6;
 
 constexpr const char* kFooter = R"(Exit status:
   0  the final answer was 1xx, 2xx or 3xx
@@ -39,6 +42,7 @@ constexpr const char* kFooter = R"(Exit status:
   5  a retryable failure was not retried: the server sent Idem-Retry: never, the retry budget
      or circuit breaker stopped it, Retry-After asked for more than --max-retry-after, or the
      request is a POST/PATCH without a key (--no-key)
+  6  the answer came but could not be written out (a full disk, a closed pipe)
 
 The same Idempotency-Key is sent on every attempt; POST and PATCH get a generated UUIDv7 key
 unless --key or --no-key is given. Each attempt carries Idem-Deadline-Ms, the milliseconds it
@@ -187,7 +191,10 @@ int RunCall(const CallPlan& plan) {
       [&](const retry::AttemptReport& r) {
         if (plan.verbose) Verbose(plan, r, last);
       });
-  if (outcome.last.kind == Kind::kResponse) PrintResponse(last.response, plan.include);
+  if (outcome.last.kind == Kind::kResponse) {
+    PrintResponse(last.response, plan.include);
+    if (!OutputWritten("idem call")) return kExitOutput;
+  }
   const int code = ExitCodeFor(outcome);
   // A final 4xx/5xx speaks for itself on stdout; every other failure is explained on stderr.
   if (code != kExitOk && (outcome.last.kind != Kind::kResponse || code != kExitHttpError)) {
@@ -219,11 +226,13 @@ CLI::Option* AddCallFlags(CLI::App* call, CallFlags& flags, uint64_t& seed) {
   call->add_option("--budget-ratio", flags.budget_ratio,
                    "Retries allowed per request in the retry budget (default 0.1)");
   call->add_option("--budget-floor", flags.budget_floor,
-                   "Retries per second always allowed by the budget (default 10)");
+                   "Retries per second always allowed by the budget, counted over its 10s window "
+                   "(default 10: 100 retries per 10s; docs/retries.md)");
   call->add_option("--breaker", flags.breaker_failures,
                    "Open a circuit breaker after N failures in a row (default 0: off)");
   CLI::Option* seed_opt =
-      call->add_option("--seed", seed, "Seed the backoff jitter (for reproducible runs)");
+      call->add_option("--seed", seed, "Seed the backoff jitter (for reproducible runs)")
+          ->check(Uint64Flag());
   call->add_flag("-i,--include", flags.include, "Print the status line and headers too");
   call->add_flag("-v,--verbose", flags.verbose, "Report every attempt on stderr");
   return seed_opt;

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
-#include <fstream>
-#include <iostream>
-#include <iterator>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
 #include <random>
-#include <sstream>
 
 #include "common/status_macros.h"
 #include "idem/key.h"
@@ -59,21 +62,39 @@ absl::StatusOr<std::pair<std::string, std::string>> ParseHeader(const std::strin
   return std::make_pair(name, value);
 }
 
+// Reads all of `file`. A read error (a directory, an I/O error) is never taken for the end.
+absl::StatusOr<std::string> ReadAll(std::FILE* file, const std::string& name) {
+  std::string out;
+  std::array<char, 65536> buffer;
+  for (;;) {
+    const size_t got = std::fread(buffer.data(), 1, buffer.size(), file);
+    out.append(buffer.data(), got);
+    if (got < buffer.size()) break;
+  }
+  if (std::ferror(file) != 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("-d @{}: cannot read it: {}", name, std::strerror(errno)));
+  }
+  return out;
+}
+
 absl::StatusOr<std::string> ReadData(const std::string& data) {
   if (data.empty() || data.front() != '@') return data;
   const std::string path = data.substr(1);
-  std::ostringstream out;
-  if (path == "-") {
-    out << std::cin.rdbuf();
-    return out.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  if (path == "-") return ReadAll(stdin, "-");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
     return absl::InvalidArgumentError(
-        fmt::format("-d @{}: cannot read that file; check the path (use -d @- for stdin)", path));
+        fmt::format("-d @{}: that is a directory; name a file (use -d @- for stdin)", path));
   }
-  out << in.rdbuf();
-  return out.str();
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                       &std::fclose);
+  if (file == nullptr) {
+    return absl::InvalidArgumentError(
+        fmt::format("-d @{}: cannot read that file ({}); check the path (use -d @- for stdin)",
+                    path, std::strerror(errno)));
+  }
+  return ReadAll(file.get(), path);
 }
 
 absl::Status CheckCounts(const CallFlags& f) {
@@ -89,10 +110,12 @@ absl::Status CheckCounts(const CallFlags& f) {
     return absl::InvalidArgumentError(
         fmt::format("--breaker must be 0 (off) or more, got {}", f.breaker_failures));
   }
-  if (!(f.budget_ratio >= 0) || !(f.budget_floor >= 0)) {
-    return absl::InvalidArgumentError("--budget-ratio and --budget-floor must be 0 or more");
+  if (!(f.budget_ratio >= 0) || !(f.budget_floor >= 0) || !std::isfinite(f.budget_ratio) ||
+      !std::isfinite(f.budget_floor)) {
+    return absl::InvalidArgumentError(
+        "--budget-ratio and --budget-floor must be finite numbers, 0 or more");
   }
-  if (!f.key.empty() && f.no_key) {
+  if (f.key.has_value() && f.no_key) {
     return absl::InvalidArgumentError("--key and --no-key contradict each other; drop one");
   }
   return absl::OkStatus();
@@ -113,22 +136,44 @@ absl::Status FillTiming(const CallFlags& f, CallPlan& plan) {
   return absl::OkStatus();
 }
 
+// The key given with -H 'Idempotency-Key: ...', if any. Exactly one such header, not empty:
+// with two, which one -v shows and which one is sent could differ; an empty one names no request.
+absl::StatusOr<std::optional<std::string>> KeyHeader(const HeaderList& headers) {
+  std::optional<std::string> key;
+  for (const auto& [name, value] : headers) {
+    if (!EqualsIgnoreCase(name, "Idempotency-Key")) continue;
+    if (key.has_value()) {
+      return absl::InvalidArgumentError(
+          "-H gives Idempotency-Key twice: give one key (or use --key)");
+    }
+    if (value.find_first_not_of(" \t") == std::string::npos) {
+      return absl::InvalidArgumentError(
+          "-H 'Idempotency-Key:' is empty: give a key, or drop the header to have one made");
+    }
+    key = value;
+  }
+  return key;
+}
+
 // Takes the key from --key, from an Idempotency-Key given with -H, or makes one for POST and
 // PATCH (unless --no-key).
 absl::Status FillKey(const CallFlags& f, CallPlan& plan) {
-  auto given =
-      std::find_if(plan.request.headers.begin(), plan.request.headers.end(),
-                   [](const auto& h) { return EqualsIgnoreCase(h.first, "Idempotency-Key"); });
-  if (given != plan.request.headers.end()) {
-    if (!f.key.empty() || f.no_key) {
+  IDEM_ASSIGN_OR_RETURN(std::optional<std::string> given, KeyHeader(plan.request.headers));
+  if (given.has_value()) {
+    if (f.key.has_value() || f.no_key) {
       return absl::InvalidArgumentError(
           "-H 'Idempotency-Key: ...' already sets the key; drop --key/--no-key");
     }
-    plan.key = given->second;
+    plan.key = std::move(given);
     return absl::OkStatus();
   }
-  if (!f.key.empty()) {
-    absl::Status valid = ValidateKey(f.key);
+  if (f.key.has_value()) {
+    if (f.key->empty()) {
+      // As from --key "$UNSET": a fresh key at every run would never let a re-run be recognised.
+      return absl::InvalidArgumentError(
+          "--key is empty (an unset variable?): give the key, or drop --key to have one made");
+    }
+    absl::Status valid = ValidateKey(*f.key);
     if (!valid.ok())
       return absl::InvalidArgumentError(fmt::format("--key: {}", std::string(valid.message())));
     plan.key = f.key;
@@ -157,11 +202,14 @@ absl::StatusOr<CallPlan> MakeCallPlan(const CallFlags& f) {
   CallPlan plan;
   plan.url = f.url;
   IDEM_ASSIGN_OR_RETURN(plan.request.target, ParseHttpUrl(f.url));
-  std::string method = f.method.empty() ? (f.data ? "POST" : "GET") : f.method;
+  if (f.method.has_value() && f.method->empty()) {
+    return absl::InvalidArgumentError("-X is empty: name the method, such as -X POST");
+  }
+  std::string method = f.method.value_or(f.data ? "POST" : "GET");
   std::transform(method.begin(), method.end(), method.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   if (!std::all_of(method.begin(), method.end(), IsTokenChar)) {
-    return absl::InvalidArgumentError(fmt::format("-X '{}' is not an HTTP method", f.method));
+    return absl::InvalidArgumentError(fmt::format("-X '{}' is not an HTTP method", *f.method));
   }
   plan.request.method = method;
   for (const std::string& h : f.headers) {

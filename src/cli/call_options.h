@@ -18,11 +18,11 @@ namespace idem::cli {
 // The flags as typed, before any checking.
 struct CallFlags {
   std::string url;
-  std::string method;                // -X; empty: GET, or POST with -d
-  std::vector<std::string> headers;  // -H "Name: value"
-  std::optional<std::string> data;   // -d DATA, -d @file, -d @- (stdin)
-  std::string key;                   // --key
-  bool no_key = false;               // --no-key
+  std::optional<std::string> method;  // -X; absent: GET, or POST with -d
+  std::vector<std::string> headers;   // -H "Name: value"
+  std::optional<std::string> data;    // -d DATA, -d @file, -d @- (stdin)
+  std::optional<std::string> key;     // --key (given empty: an error, never a fresh key)
+  bool no_key = false;                // --no-key
   int retries = 3;
   std::string backoff = "full";
   std::string base = "100ms";
@@ -55,7 +55,9 @@ struct CallPlan {
 };
 
 // Returns the plan, or InvalidArgument with a message naming the flag and what to fix (bad
-// durations, negative counts, a malformed header, an unreadable -d @file, --key with --no-key).
+// durations, negative or non-finite counts, a malformed header, an unreadable -d @file or a
+// directory, --key with --no-key, an empty --key, -X or Idempotency-Key header, two
+// Idempotency-Key headers).
 absl::StatusOr<CallPlan> MakeCallPlan(const CallFlags& flags);
 
 // Returns `key` as a Structured Fields string, the Idempotency-Key form of the IETF draft:

@@ -1,7 +1,8 @@
 // `idem sim`: simulations that show why retries need backoff, jitter and containment.
 //   idem sim backoff   the contention study (writes and completion time per strategy)
 //   idem sim amplify   how retries multiply through a stack of layers
-// Bad flags are rejected by CLI11 validators (exit 2); a file that cannot be written exits 1.
+// Bad flags are rejected by CLI11 validators (exit 2); a file or an output that cannot be
+// written exits 1.
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -11,12 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_output.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
+#include "idem/clock.h"
 #include "sim/amplify.h"
 #include "sim/amplify_report.h"
 #include "sim/backoff_chart.h"
 #include "sim/backoff_report.h"
 #include "sim/backoff_study.h"
+#include "sim/study_progress.h"
 
 namespace idem::cli {
 namespace {
@@ -30,6 +35,7 @@ struct BackoffArgs {
   int cap_ms = 2000;
   std::string format = "table";
   std::string svg;
+  bool progress = false;
 };
 
 // Parses "10,50,100" into client counts; on error returns what to fix. CLI11's own list
@@ -61,17 +67,6 @@ CLI::Validator ClientList() {
       "LIST", "ClientList");
 }
 
-CLI::Validator Seed() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        std::uint64_t value = 0;
-        const auto [rest, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (error == std::errc() && rest == text.data() + text.size()) return "";
-        return "the seed must be a whole number from 0 to 18446744073709551615, got '" + text + "'";
-      },
-      "UINT64", "Seed");
-}
-
 bool WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -98,7 +93,15 @@ int RunBackoff(const BackoffArgs& args) {
   config.seed = args.seed;
   config.backoff =
       sim::BackoffParams{static_cast<double>(args.base_ms), static_cast<double>(args.cap_ms)};
+  // A study can be asked to run for days: past a few seconds, progress and an estimate go to
+  // stderr, and a warning when the estimate is long.
+  sim::StudyProgress progress(
+      "idem sim backoff",
+      {.always = args.progress, .what = "work", .shorten_hint = "lower --runs or --clients"},
+      SystemClock(), [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+  config.progress = [&progress](int64_t done, int64_t total) { progress.Update(done, total); };
   absl::StatusOr<std::vector<sim::StudyRow>> rows = sim::RunBackoffStudy(config);
+  progress.Finish();
   if (!rows.ok()) {
     std::fprintf(stderr, "idem sim backoff: %s\n", std::string(rows.status().message()).c_str());
     return 2;
@@ -112,6 +115,7 @@ int RunBackoff(const BackoffArgs& args) {
     text = sim::FormatStudyTable(*rows, args.runs);
   }
   std::fputs(text.c_str(), stdout);
+  if (!OutputWritten("idem sim backoff")) return 1;
   if (!args.svg.empty() && !WriteFile(args.svg, sim::RenderStudySvg(*rows, args.runs))) {
     std::fprintf(stderr, "idem sim backoff: cannot write the chart to '%s'; check the path\n",
                  args.svg.c_str());
@@ -133,7 +137,7 @@ void AddBackoffCommand(CLI::App& sim, int& exit_code) {
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the whole study")
-      ->check(Seed())
+      ->check(Uint64Flag())
       ->capture_default_str();
   cmd->add_option("--strategies", args->strategies, "Strategies to compare, comma-separated")
       ->delimiter(',')
@@ -149,6 +153,9 @@ void AddBackoffCommand(CLI::App& sim, int& exit_code) {
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
   cmd->add_option("--svg", args->svg, "Also write a chart of both metrics to this SVG file");
+  cmd->add_flag("--progress", args->progress,
+                "Report progress on stderr from the start (by default only runs longer than 2s "
+                "do, and a run estimated beyond 10 minutes is warned about)");
   cmd->callback([args, &exit_code] { exit_code = RunBackoff(*args); });
 }
 
@@ -166,7 +173,7 @@ int RunAmplify(const AmplifyArgs& args) {
   const std::string text = args.format == "json" ? sim::FormatAmplifyJson(*rows, args.config)
                                                  : sim::FormatAmplifyTable(*rows, args.config);
   std::fputs(text.c_str(), stdout);
-  return 0;
+  return OutputWritten("idem sim amplify") ? 0 : 1;
 }
 
 void AddAmplifyCommand(CLI::App& sim, int& exit_code) {

@@ -21,7 +21,14 @@ std::uint64_t RunSeed(std::uint64_t seed, int clients, int run) {
              static_cast<std::uint64_t>(run));
 }
 
-absl::StatusOr<StudyRow> RunCell(const StudyConfig& config, Strategy strategy, int clients) {
+// The study's work done so far and in all, for StudyConfig::progress.
+struct Work {
+  int64_t done = 0;
+  int64_t total = 0;
+};
+
+absl::StatusOr<StudyRow> RunCell(const StudyConfig& config, Strategy strategy, int clients,
+                                 Work& work) {
   OccRunConfig run_config{strategy, clients, config.backoff, config.network};
   double writes = 0;
   double time_ms = 0;
@@ -30,6 +37,8 @@ absl::StatusOr<StudyRow> RunCell(const StudyConfig& config, Strategy strategy, i
                           SimulateOccRun(run_config, RunSeed(config.seed, clients, run)));
     writes += static_cast<double>(result.writes);
     time_ms += result.time_ms;
+    work.done += clients;
+    if (config.progress) config.progress(work.done, work.total);
   }
   return StudyRow{strategy, clients, writes / config.runs, time_ms / config.runs};
 }
@@ -45,9 +54,14 @@ absl::StatusOr<std::vector<StudyRow>> RunBackoffStudy(const StudyConfig& config)
   }
   std::vector<StudyRow> rows;
   rows.reserve(config.clients.size() * config.strategies.size());
+  Work work;
+  for (int clients : config.clients) {
+    work.total += static_cast<int64_t>(clients) * config.runs *
+                  static_cast<int64_t>(config.strategies.size());
+  }
   for (int clients : config.clients) {
     for (Strategy strategy : config.strategies) {
-      IDEM_ASSIGN_OR_RETURN(StudyRow row, RunCell(config, strategy, clients));
+      IDEM_ASSIGN_OR_RETURN(StudyRow row, RunCell(config, strategy, clients, work));
       rows.push_back(row);
     }
   }

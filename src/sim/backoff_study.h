@@ -6,6 +6,7 @@
 #define IDEM_SIM_BACKOFF_STUDY_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,6 +22,9 @@ struct StudyConfig {
   std::uint64_t seed = 1;            // the whole study is a function of this seed
   BackoffParams backoff;
   NetworkModel network;
+  // Called after every run with the work done so far and the whole study's work (a run of c
+  // clients counts c). Default: none.
+  std::function<void(int64_t done, int64_t total)> progress;
 };
 
 // One cell of the study: means over `runs` runs.

@@ -73,6 +73,19 @@ TEST(BackoffStudy, RowsFollowClientCountsThenStrategiesInTheOrderGiven) {
   EXPECT_EQ((*rows)[2].clients, 5);
 }
 
+TEST(BackoffStudy, ProgressCountsEveryRunWeightedByItsClientsUpToTheWholeStudy) {
+  StudyConfig config;
+  config.clients = {20, 5};
+  config.strategies = {Strategy::kEqual, Strategy::kNone};
+  config.runs = 3;
+  std::vector<std::pair<int64_t, int64_t>> seen;
+  config.progress = [&seen](int64_t done, int64_t total) { seen.emplace_back(done, total); };
+  ASSERT_TRUE(RunBackoffStudy(config).ok());
+  ASSERT_EQ(seen.size(), 12u);  // 2 client counts x 2 strategies x 3 runs
+  EXPECT_EQ(seen.front(), std::make_pair(int64_t{20}, int64_t{150}));
+  EXPECT_EQ(seen.back(), std::make_pair(int64_t{150}, int64_t{150}));
+}
+
 TEST(BackoffStudy, SameSeedGivesTheSameMeans) {
   StudyConfig config;
   config.clients = {10, 30};

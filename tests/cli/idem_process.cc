@@ -21,14 +21,15 @@ std::string Quote(const std::string& arg) {
 
 }  // namespace
 
-CallRun Idem(const std::vector<std::string>& args) {
+CallRun Idem(const std::vector<std::string>& args, const IdemIo& io) {
   char err_path[] = "/tmp/idem_cli_test_XXXXXX";
   const int fd = mkstemp(err_path);
   EXPECT_GE(fd, 0);
   close(fd);
   std::string cmd = Quote(IDEM_BINARY);
   for (const std::string& a : args) cmd += " " + Quote(a);
-  cmd += " 2>" + Quote(err_path) + " </dev/null";
+  cmd += " 2>" + Quote(err_path) + " <" + Quote(io.stdin_path);
+  if (!io.stdout_path.empty()) cmd += " >" + Quote(io.stdout_path);
   CallRun run;
   const auto start = std::chrono::steady_clock::now();
   FILE* pipe = popen(cmd.c_str(), "r");

@@ -18,9 +18,15 @@ struct CallRun {
   std::chrono::milliseconds took{0};
 };
 
+// Where a child's stdin comes from and its stdout goes. Defaults: stdin empty, stdout captured.
+struct IdemIo {
+  std::string stdin_path = "/dev/null";
+  std::string stdout_path;  // when set, stdout goes to this file (e.g. /dev/full); `out` is empty
+};
+
 // Returns the outcome of `idem ARGS...`, with stdin empty, stdout captured through a pipe and
 // stderr through a temporary file. Failures to start are reported as test failures.
-CallRun Idem(const std::vector<std::string>& args);
+CallRun Idem(const std::vector<std::string>& args, const IdemIo& io = {});
 
 }  // namespace idem::testing
 

@@ -1,0 +1,117 @@
+// `idem call`, `idem sim` and `idem` itself used as a careless or hostile user would (issue 12):
+// empty or doubled keys, a directory as the body, output to a full device, odd numbers, unknown
+// flags, nested help. End to end on the real binary (IDEM_BINARY); for `idem call`, what reached
+// the server is checked too: a refused command line sends nothing.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "idem_process.h"
+#include "test_http_server.h"
+
+namespace idem::testing {
+namespace {
+
+struct Refusal {
+  std::vector<std::string> args;  // after "call"; the URL is appended
+  std::string says;               // part of the message on stderr
+};
+
+TEST(IdemCallHostile, RefusedCommandLinesExit2AndSendNothing) {
+  TestHttpServer server;
+  std::string dir = ::testing::TempDir() + "idem-hostile-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::vector<Refusal> refusals = {
+      // An empty key (--key "$UNSET") used to become a fresh UUIDv7 at every run.
+      {{"--key", "", "-d", "a=1"}, "--key is empty"},
+      {{"-H", "Idempotency-Key:", "-d", "a=1"}, "'Idempotency-Key:' is empty"},
+      {{"-H", "Idempotency-Key:   ", "-d", "a=1"}, "'Idempotency-Key:' is empty"},
+      // Two key headers: -v showed one while the other was sent.
+      {{"-H", "Idempotency-Key: a", "-H", "idempotency-key: b", "-d", "a=1"},
+       "Idempotency-Key twice"},
+      // A directory used to be sent as an empty body.
+      {{"-d", "@" + dir}, "is a directory"},
+      {{"-X", ""}, "-X is empty"},
+      {{"--budget-floor", "inf"}, "finite"},
+      {{"--budget-ratio", "nan"}, "finite"},
+      {{"--seed", "-1"}, "--seed"},
+  };
+  for (const Refusal& refusal : refusals) {
+    std::vector<std::string> args = {"call"};
+    args.insert(args.end(), refusal.args.begin(), refusal.args.end());
+    args.push_back(server.Url("/ok"));
+    CallRun r = Idem(args);
+    EXPECT_EQ(r.exit_code, 2) << refusal.says << ": " << r.err;
+    EXPECT_NE(r.err.find(refusal.says), std::string::npos) << r.err;
+    EXPECT_LT(r.err.size(), 300u) << r.err;
+  }
+  EXPECT_EQ(server.requests().size(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(IdemCallHostile, AnswerThatCannotBeWrittenOutExits6) {
+  TestHttpServer server;
+  CallRun r = Idem({"call", server.Url("/ok")}, {.stdout_path = "/dev/full"});
+  EXPECT_EQ(r.exit_code, 6) << r.err;
+  EXPECT_NE(r.err.find("idem call: cannot write the output"), std::string::npos) << r.err;
+  EXPECT_EQ(server.requests().size(), 1u);
+}
+
+TEST(IdemCallHostile, UnknownFlagIsNamedEvenWithoutAUrl) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"call", "--bogus"},
+        std::vector<std::string>{"call", "--bogus", "http://127.0.0.1:1/"}}) {
+    CallRun r = Idem(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("idem: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("url is required"), std::string::npos) << r.err;
+  }
+}
+
+TEST(IdemSimHostile, OutputThatCannotBeWrittenExitsNonZero) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"sim", "backoff", "--runs", "2", "--clients", "10"},
+        std::vector<std::string>{"sim", "backoff", "--runs", "2", "--clients", "10", "--format",
+                                 "json"},
+        std::vector<std::string>{"sim", "amplify"}}) {
+    CallRun r = Idem(args, {.stdout_path = "/dev/full"});
+    EXPECT_EQ(r.exit_code, 1) << args[1];
+    EXPECT_NE(r.err.find("cannot write the output"), std::string::npos) << r.err;
+  }
+}
+
+TEST(IdemSimHostile, ProgressGoesToStderrAndLeavesStdoutAlone) {
+  CallRun quiet = Idem({"sim", "backoff", "--runs", "3", "--clients", "10", "--format", "csv"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");  // a short run says nothing
+  CallRun r =
+      Idem({"sim", "backoff", "--runs", "3", "--clients", "10", "--format", "csv", "--progress"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, quiet.out);
+  EXPECT_NE(r.err.find("idem sim backoff: 100% of the work done in"), std::string::npos) << r.err;
+}
+
+TEST(IdemProgramHostile, HelpOfANestedSubcommandIsPrinted) {
+  CallRun r = Idem({"help", "sim", "backoff"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Usage: idem sim backoff"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--runs"), std::string::npos) << r.out;
+  CallRun bad = Idem({"help", "sim", "frobnicate"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("'idem sim' has no subcommand named 'frobnicate'"), std::string::npos)
+      << bad.err;
+}
+
+TEST(IdemProgramHostile, ParseErrorsCarryTheProgramName) {
+  CallRun r = Idem({"sim", "backoff", "--runs", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("idem: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("--runs"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace idem::testing
