@@ -1,17 +1,41 @@
-# Every dependency is a Debian 12 package; scripts/install-deps.sh installs them by name. The
-# installed package finds the libraries' own dependencies the same way (cmake/idemConfig.cmake.in).
-find_package(Threads REQUIRED)
-find_package(absl CONFIG REQUIRED)
-find_package(OpenSSL REQUIRED)
-find_package(SQLite3 REQUIRED)
+# Every dependency is a Debian 12 package; scripts/install-deps.sh installs them by name.
+#
+# idem_package_dependency(ARGS...) finds a dependency of the installed libraries (the PACKAGE
+# ones of idem_library) with find_package(ARGS... REQUIRED), and records the same call, so that
+# the installed idemConfig.cmake finds it with find_dependency(ARGS...) by the same rule.
+# idem_package_pkg_module(PREFIX MODULE) does the same for a dependency found through
+# pkg-config (imported target PkgConfig::PREFIX), e.g. one whose CMake config is broken.
+macro(idem_package_dependency)
+  find_package(${ARGN} REQUIRED)
+  string(JOIN " " idem_dependency_args ${ARGN})
+  set_property(GLOBAL APPEND_STRING PROPERTY IDEM_CONFIG_DEPENDENCIES
+    "find_dependency(${idem_dependency_args})\n")
+endmacro()
+
+macro(idem_package_pkg_module prefix module)
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(${prefix} REQUIRED IMPORTED_TARGET GLOBAL ${module})
+  set_property(GLOBAL APPEND_STRING PROPERTY IDEM_CONFIG_DEPENDENCIES
+    "find_dependency(PkgConfig)\npkg_check_modules(${prefix} REQUIRED IMPORTED_TARGET ${module})\n")
+  set_property(GLOBAL APPEND PROPERTY IDEM_PC_REQUIRES ${module})
+endmacro()
+
+# What the installed libraries need.
+idem_package_dependency(Threads)
+idem_package_dependency(absl CONFIG)
+idem_package_dependency(fmt CONFIG)
+idem_package_dependency(OpenSSL)
+idem_package_dependency(SQLite3)
 if(IDEM_WITH_POSTGRES)
-  find_package(PostgreSQL REQUIRED)
+  idem_package_dependency(PostgreSQL)
 endif()
+idem_package_dependency(Boost 1.81 CONFIG COMPONENTS json)
+
+# What only the program, the examples, the tests and the benchmarks need.
 find_package(Boost 1.81 CONFIG REQUIRED COMPONENTS json url)
 if(IDEM_BUILD_CLI OR IDEM_BUILD_EXAMPLES OR IDEM_BUILD_TESTS)
   find_package(CLI11 CONFIG REQUIRED)
 endif()
-find_package(fmt CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 if(IDEM_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)

@@ -15,13 +15,22 @@ if(IDEM_SANITIZE)
   target_link_options(idem_build_flags INTERFACE -fsanitize=address,undefined)
 endif()
 
-# idem_library(NAME SOURCES ... DEPS ...): a library idem_NAME with alias idem::NAME; static
-# unless BUILD_SHARED_LIBS is ON. Users see include/ (and C++20) only. A library declared under
-# src/ is part of the package: installed and exported as idem::NAME (cmake/IdemPackage.cmake);
-# one declared elsewhere (test support) is not.
+# idem_library(NAME [PACKAGE] SOURCES ... DEPS ...): a library idem_NAME with alias idem::NAME.
+# Users of the target see include/ and C++20 only (src/ comes from idem_build_flags, for idem's
+# own targets). PACKAGE marks a library of the installed package: it is installed and exported as
+# idem::NAME (cmake/IdemPackage.cmake; list its dependencies in cmake/idemConfig.cmake.in and
+# cmake/IdemPackage.cmake's pkg-config lines too), and is shared when BUILD_SHARED_LIBS is ON,
+# with a versioned soname and only idem's symbols exported (cmake/idem.map). A library without
+# PACKAGE (the program's pieces, test support) is always static and never installed.
 function(idem_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
-  add_library(idem_${name} ${ARG_SOURCES})
+  cmake_parse_arguments(ARG "PACKAGE" "" "SOURCES;DEPS" ${ARGN})
+  if(ARG_PACKAGE)
+    add_library(idem_${name} ${ARG_SOURCES})
+    set_property(GLOBAL APPEND PROPERTY IDEM_PACKAGE_LIBRARIES idem_${name})
+    idem_package_library_properties(idem_${name})
+  else()
+    add_library(idem_${name} STATIC ${ARG_SOURCES})
+  endif()
   add_library(idem::${name} ALIAS idem_${name})
   target_include_directories(idem_${name} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
@@ -29,10 +38,29 @@ function(idem_library name)
   target_link_libraries(idem_${name} PUBLIC ${ARG_DEPS}
     PRIVATE $<BUILD_INTERFACE:idem_build_flags>)
   set_target_properties(idem_${name} PROPERTIES EXPORT_NAME ${name})
-  set(src_dir "${PROJECT_SOURCE_DIR}/src")
-  cmake_path(IS_PREFIX src_dir "${CMAKE_CURRENT_SOURCE_DIR}" NORMALIZE in_src)
-  if(in_src)
-    set_property(GLOBAL APPEND PROPERTY IDEM_PACKAGE_LIBRARIES idem_${name})
+endfunction()
+
+# The properties of a library of the installed package (see idem_library's PACKAGE).
+function(idem_package_library_properties target)
+  set_target_properties(${target} PROPERTIES
+    VERSION ${PROJECT_VERSION} SOVERSION ${IDEM_SOVERSION} POSITION_INDEPENDENT_CODE ON)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "SHARED_LIBRARY")
+    target_link_options(${target} PRIVATE
+      "LINKER:--version-script=${PROJECT_SOURCE_DIR}/cmake/idem.map")
+    set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/idem.map)
+  endif()
+  if(IDEM_SANITIZE)
+    # A sanitized libidem needs the sanitizers' runtime wherever it is linked, installed or not.
+    target_link_options(${target} INTERFACE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+# idem_install_program(TARGET ...): installs programs (the idem command, the examples) into the
+# package's bin/ when idem generates install rules (IDEM_INSTALL).
+function(idem_install_program)
+  if(IDEM_INSTALL)
+    install(TARGETS ${ARGN} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
 endfunction()
 
