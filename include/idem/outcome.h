@@ -16,8 +16,9 @@ enum class OutcomeClass {
 
 class OutcomeClassifier {
  public:
-  // The default rules: 1xx, 2xx and 3xx completed; 4xx failed_final, except 408, 425 and 429,
-  // which are transient; 5xx and anything else transient.
+  // The default rules: 2xx and 3xx completed; 4xx failed_final, except 408, 409, 425 and 429,
+  // which are transient; 1xx (never a final answer), 5xx and anything else transient, so never
+  // stored.
   OutcomeClassifier() = default;
 
   // Returns a copy that classifies `status` as `outcome`, overriding the default rule.

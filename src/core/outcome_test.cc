@@ -7,18 +7,31 @@
 namespace idem {
 namespace {
 
-TEST(OutcomeClassifier, InformationalSuccessAndRedirectsAreCompleted) {
+TEST(OutcomeClassifier, SuccessAndRedirectsAreCompleted) {
   const OutcomeClassifier classifier;
-  for (int status : {100, 101, 199, 200, 201, 204, 299, 301, 302, 303, 304, 307, 308, 399}) {
+  for (int status : {200, 201, 204, 299, 301, 302, 303, 304, 307, 308, 399}) {
     EXPECT_EQ(classifier.Classify(status), OutcomeClass::kCompleted) << status;
   }
 }
 
 TEST(OutcomeClassifier, ClientErrorsAreFailedFinal) {
   const OutcomeClassifier classifier;
-  for (int status : {400, 401, 402, 403, 404, 405, 409, 410, 413, 415, 422, 424, 426, 451, 499}) {
+  for (int status : {400, 401, 402, 403, 404, 405, 410, 413, 415, 422, 424, 426, 451, 499}) {
     EXPECT_EQ(classifier.Classify(status), OutcomeClass::kFailedFinal) << status;
   }
+}
+
+TEST(OutcomeClassifier, InformationalStatusesAreNeverStored) {
+  const OutcomeClassifier classifier;
+  for (int status : {100, 101, 102, 103, 199}) {
+    EXPECT_EQ(classifier.Classify(status), OutcomeClass::kTransient) << status;
+  }
+}
+
+// An upstream that deduplicates too answers 409 "in flight" to a re-send after a takeover; stored,
+// that 409 would be replayed for the whole retention.
+TEST(OutcomeClassifier, ConflictIsTransient) {
+  EXPECT_EQ(OutcomeClassifier().Classify(409), OutcomeClass::kTransient);
 }
 
 TEST(OutcomeClassifier, TimeoutTooEarlyAndTooManyRequestsAreTransient) {
@@ -37,16 +50,16 @@ TEST(OutcomeClassifier, ServerErrorsAndUnknownStatusesAreTransient) {
 
 TEST(OutcomeClassifier, WithOverridesOneStatusInACopy) {
   const OutcomeClassifier defaults;
-  const OutcomeClassifier custom = defaults.With(409, OutcomeClass::kTransient)
+  const OutcomeClassifier custom = defaults.With(409, OutcomeClass::kFailedFinal)
                                        .With(501, OutcomeClass::kFailedFinal)
                                        .With(429, OutcomeClass::kFailedFinal);
-  EXPECT_EQ(custom.Classify(409), OutcomeClass::kTransient);
+  EXPECT_EQ(custom.Classify(409), OutcomeClass::kFailedFinal);
   EXPECT_EQ(custom.Classify(501), OutcomeClass::kFailedFinal);
   EXPECT_EQ(custom.Classify(429), OutcomeClass::kFailedFinal);
   EXPECT_EQ(custom.Classify(404), OutcomeClass::kFailedFinal);  // untouched rule
   EXPECT_EQ(custom.Classify(500), OutcomeClass::kTransient);
   // The original is unchanged.
-  EXPECT_EQ(defaults.Classify(409), OutcomeClass::kFailedFinal);
+  EXPECT_EQ(defaults.Classify(409), OutcomeClass::kTransient);
   EXPECT_EQ(defaults.Classify(501), OutcomeClass::kTransient);
 }
 
