@@ -11,6 +11,16 @@
 // Keys are scoped by (tenant, key). A record whose expires_ms has passed counts as absent
 // everywhere, before and after the sweeper deletes it.
 //
+// Fences. Every claim that wins (a new record, the replacement of an expired one, a takeover of a
+// lapsed lease) draws its fence from one store-wide counter, in the claim's own transaction (a
+// sequence on PostgreSQL, a counter row on SQLite): a fence is never handed out twice by a store,
+// so a (tenant, key) never sees a fence again once its record was released, swept or expired and
+// claimed anew, and a holder whose lease lapsed can never write over whoever came after it.
+// Fences only grow, but callers compare them by equality only: every fenced write succeeds only
+// while the record is in_progress with exactly the caller's fence. A store upgraded to this rule
+// starts its counter above the highest fence it holds; processes of an older idem (which start
+// every claim at fence 1) must be stopped first.
+//
 // Thread-safety: a Store is safe to use from many threads at once; a StoreTransaction belongs to
 // one thread. Many processes may open the same store.
 #ifndef IDEM_STORE_H_
@@ -85,16 +95,18 @@ class Store {
 
   // --- lease mode: each call commits on its own ---
 
-  // Claims the key with a unique-constraint INSERT: at most one concurrent caller wins. A record
-  // that has expired counts as absent and is replaced, its fence carried on (+1).
+  // Claims the key with a unique-constraint INSERT: at most one concurrent caller wins, with a new
+  // fence (see "Fences"). A record that has expired counts as absent and is replaced.
   // Errors: InvalidArgument for a malformed scope; Unavailable when the database is busy or down.
   virtual absl::StatusOr<ClaimResult> Claim(const ClaimRequest& request) = 0;
 
   // Takes over an in_progress record whose lease has passed: a conditional UPDATE that succeeds
-  // only while the record still has `expected_fence` and an expired lease. Returns the record
-  // with fence expected_fence + 1, the new owner and a new lease.
-  // Errors: Aborted when the fence moved or the lease is still live (someone else won);
-  // NotFound when there is no live record.
+  // only while the record still has `expected_fence`, an expired lease and the request's
+  // fingerprint (only the same request may take a claim over). Returns the record with a new
+  // fence (greater than expected_fence), the new owner and a new lease.
+  // Errors: FailedPrecondition when the live record has another fingerprint (it names another
+  // request; nothing changes); Aborted when the fence moved or the lease is still live (someone
+  // else won); NotFound when there is no live record.
   virtual absl::StatusOr<KeyRecord> TakeOver(const ClaimRequest& request,
                                              int64_t expected_fence) = 0;
 
@@ -120,6 +132,7 @@ class Store {
 
   // Deletes at most `max_rows` expired records (an in_progress record only once its lease has
   // passed too) and returns how many it deleted; call again until it returns less than max_rows.
+  // A record a concurrent claim is turning live again is never deleted.
   virtual absl::StatusOr<int64_t> SweepExpired(int64_t max_rows) = 0;
 
   // --- transaction mode ---
@@ -136,10 +149,12 @@ class StoreTransaction : public Transaction {
   StoreTransaction(const StoreTransaction&) = delete;
   StoreTransaction& operator=(const StoreTransaction&) = delete;
 
-  // Claims the key inside this transaction. An expired record counts as absent and is replaced;
-  // an in_progress record whose lease has passed is taken over (fence + 1). When another
-  // transaction is claiming the same key right now, waits for it: if it commits, returns its
-  // record (claimed = false); if it rolls back, claims. Until Commit() nobody else sees the claim.
+  // Claims the key inside this transaction, with a new fence (see "Fences"). An expired record
+  // counts as absent and is replaced; an in_progress record whose lease has passed is taken over
+  // when its fingerprint is `fingerprint`, and otherwise left alone and returned (claimed =
+  // false), so the caller reports the mismatch. When another transaction is claiming the same
+  // key right now, waits for it: if it commits, returns its record (claimed = false); if it rolls
+  // back, claims. Until Commit() nobody else sees the claim.
   // Errors: Unavailable when the wait exceeds lock_timeout, or on a serialization failure,
   // deadlock or lost connection; the transaction must then be rolled back.
   virtual absl::StatusOr<ClaimResult> Claim(const Scope& scope, std::string_view fingerprint,

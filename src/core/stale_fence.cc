@@ -19,4 +19,11 @@ absl::Status StaleFenceError(std::string_view operation, const Scope& scope, int
       live->owner));
 }
 
+absl::Status TakeOverMismatchError(const Scope& scope) {
+  return absl::FailedPreconditionError(fmt::format(
+      "cannot take over key '{}' of tenant '{}': it was claimed for another request (another "
+      "fingerprint); a key names one request, send a new key for a new request",
+      scope.key, scope.tenant));
+}
+
 }  // namespace idem

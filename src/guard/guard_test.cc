@@ -135,9 +135,10 @@ TEST_F(GuardTest, KeyHeldByLiveLeaseIsReportedInFlight) {
   EXPECT_EQ(runs.load(), 0);
 }
 
-TEST_F(GuardTest, KeyWhoseLeaseLapsedIsTakenOverWithNextFence) {
+TEST_F(GuardTest, KeyWhoseLeaseLapsedIsTakenOverWithAGreaterFence) {
   ClaimRequest lease{.scope = scope_, .fingerprint = "fp", .owner = "dead", .lease = 30s};
-  ASSERT_TRUE(store_->Claim(lease).ok());
+  auto dead = store_->Claim(lease);
+  ASSERT_TRUE(dead.ok()) << dead.status();
   clock_.Advance(31s);
   Guard guard(*store_);
   auto result = guard.Run(scope_, "fp", WriteRow("key-1", 200));
@@ -145,9 +146,25 @@ TEST_F(GuardTest, KeyWhoseLeaseLapsedIsTakenOverWithNextFence) {
   EXPECT_FALSE(result->replayed);
   auto record = store_->Get(scope_);
   ASSERT_TRUE(record.ok());
-  EXPECT_EQ(record->fence, 2);
-  EXPECT_EQ(store_->Complete(scope_, 1, StoredResponse{.status = 500}).code(),
+  EXPECT_GT(record->fence, dead->record.fence);
+  EXPECT_EQ(store_->Complete(scope_, dead->record.fence, StoredResponse{.status = 500}).code(),
             absl::StatusCode::kAborted);
+}
+
+TEST_F(GuardTest, LapsedLeaseOfAnotherRequestIsAMismatchAndRunsNothing) {
+  ClaimRequest lease{.scope = scope_, .fingerprint = "fp-one", .owner = "dead", .lease = 30s};
+  auto claimed = store_->Claim(lease);
+  ASSERT_TRUE(claimed.ok()) << claimed.status();
+  clock_.Advance(31s);
+  Guard guard(*store_);
+  std::atomic<int> runs{0};
+  auto result = guard.Run(scope_, "fp-two", WriteRow("key-1", 200, &runs));
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(runs.load(), 0);
+  EXPECT_EQ(CountRows("effects"), 0);
+  auto record = store_->Get(scope_);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(*record, claimed->record);
 }
 
 TEST_F(GuardTest, ExpiredOutcomeCountsAsAbsentAndRunsAgain) {

@@ -59,7 +59,7 @@ absl::StatusOr<std::optional<KeyRecord>> InsertClaim(PgConnection& conn, const C
       Result result,
       conn.Run("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
                "lease_until_ms, created_ms, updated_ms, expires_ms) "
-               "VALUES ($1, $2, $3, 1, 1, $4, $6, $5, $5, $7) "
+               "VALUES ($1, $2, $3, 1, nextval('idem_fence_seq'), $4, $6, $5, $5, $7) "
                "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_PG_KEY_COLUMNS,
                params, What("claim", p.scope)));
   return FirstRecord(result);
@@ -73,19 +73,21 @@ absl::StatusOr<std::optional<KeyRecord>> SelectAny(PgConnection& conn, const Sco
   return FirstRecord(result);
 }
 
-// Replaces an expired record that still has `expected_fence`, carrying the fence on (+1).
+// Replaces an expired record that still has `expected_fence`, with a fence from the sequence.
 absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(PgConnection& conn, const ClaimParams& p,
                                                         int64_t expected_fence) {
   const SqlValue params[] = {p.scope.tenant, p.scope.key,      p.fingerprint, p.owner,
                              p.now_ms,       p.lease_until_ms, p.expires_ms,  expected_fence};
   IDEM_ASSIGN_OR_RETURN(
       Result result,
-      conn.Run("UPDATE idem_keys SET fingerprint = $3, state = 1, fence = fence + 1, owner = $4, "
-               "lease_until_ms = $6, status = 0, headers = '', body = '', created_ms = $5, "
-               "updated_ms = $5, expires_ms = $7 "
-               "WHERE tenant = $1 AND key = $2 AND fence = $8 AND expires_ms <= $5 "
-               "RETURNING" IDEM_PG_KEY_COLUMNS,
-               params, What("claim (replacing an expired record)", p.scope)));
+      conn.Run(
+          "UPDATE idem_keys SET fingerprint = $3, state = 1, fence = nextval('idem_fence_seq'), "
+          "owner = $4, "
+          "lease_until_ms = $6, status = 0, headers = '', body = '', created_ms = $5, "
+          "updated_ms = $5, expires_ms = $7 "
+          "WHERE tenant = $1 AND key = $2 AND fence = $8 AND expires_ms <= $5 "
+          "RETURNING" IDEM_PG_KEY_COLUMNS,
+          params, What("claim (replacing an expired record)", p.scope)));
   return FirstRecord(result);
 }
 
@@ -104,8 +106,9 @@ absl::StatusOr<ClaimResult> ClaimKey(PgConnection& conn, const ClaimParams& p,
       if (won.has_value()) return ClaimResult{true, *std::move(won)};
       continue;  // someone else replaced or deleted it first
     }
+    // Only the same request takes a lapsed claim over; another one's is reported as it is.
     if (take_over_lapsed && live->state == KeyState::kInProgress &&
-        live->lease_until_ms <= p.now_ms) {
+        live->lease_until_ms <= p.now_ms && live->fingerprint == p.fingerprint) {
       IDEM_ASSIGN_OR_RETURN(won, TakeOverLapsed(conn, p, live->fence));
       if (won.has_value()) return ClaimResult{true, *std::move(won)};
       continue;
@@ -119,13 +122,13 @@ absl::StatusOr<ClaimResult> ClaimKey(PgConnection& conn, const ClaimParams& p,
 
 absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(PgConnection& conn, const ClaimParams& p,
                                                         int64_t expected_fence) {
-  const SqlValue params[] = {p.scope.tenant, p.scope.key,      p.owner,
-                             p.now_ms,       p.lease_until_ms, expected_fence};
+  const SqlValue params[] = {p.scope.tenant,   p.scope.key,    p.owner,      p.now_ms,
+                             p.lease_until_ms, expected_fence, p.fingerprint};
   IDEM_ASSIGN_OR_RETURN(
       Result result,
-      conn.Run("UPDATE idem_keys SET fence = fence + 1, owner = $3, lease_until_ms = $5, "
-               "updated_ms = $4, expires_ms = GREATEST(expires_ms, $5) "
-               "WHERE tenant = $1 AND key = $2 AND fence = $6 AND state = 1 "
+      conn.Run("UPDATE idem_keys SET fence = nextval('idem_fence_seq'), owner = $3, "
+               "lease_until_ms = $5, updated_ms = $4, expires_ms = GREATEST(expires_ms, $5) "
+               "WHERE tenant = $1 AND key = $2 AND fence = $6 AND state = 1 AND fingerprint = $7 "
                "AND lease_until_ms <= $4 AND expires_ms > $4 RETURNING" IDEM_PG_KEY_COLUMNS,
                params, What("takeover", p.scope)));
   return FirstRecord(result);
@@ -188,8 +191,13 @@ absl::StatusOr<int64_t> DeleteExpired(PgConnection& conn, int64_t now_ms, int64_
   const SqlValue params[] = {now_ms, max_rows};
   IDEM_ASSIGN_OR_RETURN(
       Result result,
+      // The predicate is repeated outside: a DELETE that waited for a row lock re-checks only
+      // its own WHERE on the row's new version, and a claim may have made the row live again.
+      // Rows locked by a claim right now are skipped rather than waited for.
       conn.Run("DELETE FROM idem_keys WHERE (tenant, key) IN (SELECT tenant, key FROM idem_keys "
-               "WHERE expires_ms <= $1 AND (state <> 1 OR lease_until_ms <= $1) LIMIT $2)",
+               "WHERE expires_ms <= $1 AND (state <> 1 OR lease_until_ms <= $1) LIMIT $2 "
+               "FOR UPDATE SKIP LOCKED) "
+               "AND expires_ms <= $1 AND (state <> 1 OR lease_until_ms <= $1)",
                params, "sweep of expired keys"));
   return RowsChanged(result);
 }

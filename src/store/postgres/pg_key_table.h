@@ -25,15 +25,20 @@ struct ClaimParams {
 };
 
 // Claims the key: INSERT … ON CONFLICT DO NOTHING; when a row is there, reads it: an expired one
-// is replaced (fence + 1), a lapsed in_progress one is taken over when `take_over_lapsed`, a
-// vanished one (deleted meanwhile) is inserted again, a live one is returned unclaimed. Inside a
-// transaction (READ COMMITTED) the INSERT waits for a concurrent claimer's commit or rollback.
+// is replaced, a lapsed in_progress one of the same fingerprint is taken over when
+// `take_over_lapsed`, a vanished one (deleted meanwhile) is inserted again, a live one is
+// returned unclaimed. Inside a transaction (READ COMMITTED) the INSERT waits for a concurrent
+// claimer's commit or rollback.
 // Errors: as PgConnection::Run; Unavailable when the row kept changing under it.
 absl::StatusOr<ClaimResult> ClaimKey(PgConnection& conn, const ClaimParams& p,
                                      bool take_over_lapsed);
 
-// The in_progress record with `expected_fence` and a lapsed lease, taken over (fence + 1, the new
-// owner and lease), or nullopt when the fence moved or the lease is live.
+// Every claim, replacement and takeover draws its fence from the store-wide sequence
+// idem_fence_seq (idem/store.h, "Fences"): a fence is never handed out twice.
+//
+// The in_progress record of the same fingerprint with `expected_fence` and a lapsed lease, taken
+// over (a new fence, the new owner and lease), or nullopt when the fence moved, the lease is live
+// or the record belongs to another request.
 absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(PgConnection& conn, const ClaimParams& p,
                                                         int64_t expected_fence);
 
@@ -49,6 +54,7 @@ absl::StatusOr<int64_t> RecordOutcome(PgConnection& conn, const Scope& scope, in
                                       int64_t now_ms, int64_t expires_ms);
 absl::StatusOr<int64_t> DeleteClaim(PgConnection& conn, const Scope& scope, int64_t fence,
                                     int64_t now_ms);
+// Deletes at most `max_rows` records that are expired when deleted, skipping rows a claim holds.
 absl::StatusOr<int64_t> DeleteExpired(PgConnection& conn, int64_t now_ms, int64_t max_rows);
 
 // The Aborted error for a fenced write that changed nothing, naming who holds the key now.

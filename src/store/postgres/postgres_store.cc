@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "common/status_macros.h"
+#include "core/stale_fence.h"
 #include "idem/key.h"
 #include "store/postgres/pg_key_table.h"
 #include "store/postgres/pg_pool.h"
@@ -55,6 +56,7 @@ class PostgresStore final : public Store {
           "takeover of key '{}' (tenant '{}'): there is no live record to take over; claim it",
           p.scope.key, p.scope.tenant));
     }
+    if (live->fingerprint != p.fingerprint) return TakeOverMismatchError(p.scope);
     return absl::AbortedError(fmt::format(
         "takeover of key '{}' (tenant '{}') expecting fence {}: the record has fence {}, owner "
         "'{}', lease until {} (now {}); someone else holds or finished it",

@@ -75,23 +75,45 @@ absl::Status BindClaim(Statement& stmt, const ClaimParams& p) {
 
 }  // namespace
 
-absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const ClaimParams& p) {
+absl::StatusOr<int64_t> NextFence(Connection& conn) {
+  IDEM_ASSIGN_OR_RETURN(Statement stmt, conn.Prepare("SELECT last + 1 FROM idem_fence"));
+  IDEM_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
+  if (!has_row) {
+    return absl::DataLossError(
+        "the store's fence counter (table idem_fence) has no row; restore it from a backup or "
+        "insert (1, the highest fence ever stored) before claiming keys again");
+  }
+  const int64_t fence = stmt.ColumnInt(0);
+  IDEM_RETURN_IF_ERROR(stmt.Step().status());
+  return fence;
+}
+
+absl::Status UseFence(Connection& conn, int64_t fence) {
+  IDEM_ASSIGN_OR_RETURN(Statement stmt,
+                        conn.Prepare("UPDATE idem_fence SET last = ?1 WHERE last < ?1"));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(1, fence));
+  return stmt.Step().status();
+}
+
+absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const ClaimParams& p,
+                                                     int64_t fence) {
   // No RETURNING: SQLite would buffer the returned row in a temporary table at every claim. The
   // new record is exactly the values inserted, so it is built from them.
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
                    "lease_until, created, updated, expires) "
-                   "VALUES (?1, ?2, ?3, 'in_progress', 1, ?4, ?6, ?5, ?5, ?7) "
+                   "VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7) "
                    "ON CONFLICT (tenant, key) DO NOTHING"));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(8, fence));
   IDEM_ASSIGN_OR_RETURN(int64_t inserted, StepChanges(conn, stmt));
   if (inserted != 1) return std::nullopt;
   std::optional<KeyRecord> record(std::in_place);
   record->scope = p.scope;
   record->fingerprint = p.fingerprint;
   record->state = KeyState::kInProgress;
-  record->fence = 1;
+  record->fence = fence;
   record->owner = p.owner;
   record->lease_until_ms = p.lease_until_ms;
   record->created_ms = p.now_ms;
@@ -100,29 +122,41 @@ absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const Cla
   return record;
 }
 
-absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const ClaimParams& p) {
+absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const ClaimParams& p,
+                                                        int64_t fence) {
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("UPDATE idem_keys SET fingerprint = ?3, state = 'in_progress', "
-                   "fence = fence + 1, owner = ?4, lease_until = ?6, status = 0, headers = x'', "
+                   "fence = ?8, owner = ?4, lease_until = ?6, status = 0, headers = x'', "
                    "body = x'', created = ?5, updated = ?5, expires = ?7 "
                    "WHERE tenant = ?1 AND key = ?2 AND expires <= ?5 RETURNING" IDEM_KEY_COLUMNS));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(8, fence));
   return StepRecord(stmt);
 }
 
 absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(Connection& conn, const ClaimParams& p,
-                                                        int64_t expected_fence) {
+                                                        int64_t expected_fence, int64_t fence) {
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
-      conn.Prepare("UPDATE idem_keys SET fence = fence + 1, owner = ?4, lease_until = ?6, "
+      conn.Prepare("UPDATE idem_keys SET fence = ?9, owner = ?4, lease_until = ?6, "
                    "updated = ?5, expires = max(expires, ?6) "
                    "WHERE tenant = ?1 AND key = ?2 AND fence = ?8 AND state = 'in_progress' "
-                   "AND lease_until <= ?5 AND expires > ?5 "
+                   "AND fingerprint = ?3 AND lease_until <= ?5 AND expires > ?5 "
                    "RETURNING" IDEM_KEY_COLUMNS));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(8, expected_fence));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(9, fence));
   return StepRecord(stmt);
+}
+
+absl::StatusOr<std::optional<KeyRecord>> TakeOverKey(Connection& conn, const ClaimParams& p,
+                                                     int64_t expected_fence) {
+  IDEM_ASSIGN_OR_RETURN(int64_t fence, NextFence(conn));
+  IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> taken,
+                        TakeOverLapsed(conn, p, expected_fence, fence));
+  if (taken.has_value()) IDEM_RETURN_IF_ERROR(UseFence(conn, fence));
+  return taken;
 }
 
 absl::StatusOr<std::optional<KeyRecord>> SelectLive(Connection& conn, const Scope& scope,
@@ -184,9 +218,10 @@ absl::StatusOr<int64_t> DeleteClaim(Connection& conn, const Scope& scope, int64_
 absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, int64_t max_rows) {
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
-      conn.Prepare("DELETE FROM idem_keys WHERE rowid IN (SELECT rowid FROM idem_keys "
-                   "WHERE expires <= ?1 AND (state <> 'in_progress' OR lease_until <= ?1) "
-                   "LIMIT ?2)"));
+      conn.Prepare(
+          "DELETE FROM idem_keys WHERE rowid IN (SELECT rowid FROM idem_keys "
+          "WHERE expires <= ?1 AND (state <> 'in_progress' OR lease_until <= ?1) "
+          "LIMIT ?2) AND expires <= ?1 AND (state <> 'in_progress' OR lease_until <= ?1)"));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(1, now_ms));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(2, max_rows));
   return StepChanges(conn, stmt);
@@ -194,23 +229,28 @@ absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, int64_t 
 
 absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p,
                                      bool take_over_lapsed) {
-  IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> won, InsertClaim(conn, p));
+  IDEM_ASSIGN_OR_RETURN(const int64_t fence, NextFence(conn));
+  IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> won, InsertClaim(conn, p, fence));
   if (!won.has_value()) {
-    IDEM_ASSIGN_OR_RETURN(won, ReplaceExpired(conn, p));
+    IDEM_ASSIGN_OR_RETURN(won, ReplaceExpired(conn, p, fence));
   }
-  if (won.has_value()) return ClaimResult{true, *std::move(won)};
-  IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(conn, p.scope, p.now_ms));
-  if (!live.has_value()) {
-    return absl::InternalError(fmt::format(
-        "key '{}' of tenant '{}' was neither insertable nor present under the write lock",
-        p.scope.key, p.scope.tenant));
+  if (!won.has_value()) {
+    IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(conn, p.scope, p.now_ms));
+    if (!live.has_value()) {
+      return absl::InternalError(fmt::format(
+          "key '{}' of tenant '{}' was neither insertable nor present under the write lock",
+          p.scope.key, p.scope.tenant));
+    }
+    // Only the same request takes a lapsed claim over; another one's is reported as it is.
+    if (!take_over_lapsed || live->state != KeyState::kInProgress ||
+        live->lease_until_ms > p.now_ms || live->fingerprint != p.fingerprint) {
+      return ClaimResult{false, *std::move(live)};
+    }
+    IDEM_ASSIGN_OR_RETURN(won, TakeOverLapsed(conn, p, live->fence, fence));
+    if (!won.has_value()) return ClaimResult{false, *std::move(live)};
   }
-  if (take_over_lapsed && live->state == KeyState::kInProgress &&
-      live->lease_until_ms <= p.now_ms) {
-    IDEM_ASSIGN_OR_RETURN(won, TakeOverLapsed(conn, p, live->fence));
-    if (won.has_value()) return ClaimResult{true, *std::move(won)};
-  }
-  return ClaimResult{false, *std::move(live)};
+  IDEM_RETURN_IF_ERROR(UseFence(conn, fence));
+  return ClaimResult{true, *std::move(won)};
 }
 
 absl::Status StaleFenceError(Connection& conn, const Scope& scope, int64_t fence, int64_t now_ms,

@@ -33,19 +33,32 @@ struct ClaimParams {
   int64_t expires_ms;  // of the new in_progress record
 };
 
-// INSERT … ON CONFLICT DO NOTHING: returns the new record (fence 1) when no row existed, nullopt
-// when one did (live or expired).
-absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const ClaimParams& p);
+// Fences (idem/store.h, "Fences"): one store-wide counter, table idem_fence. NextFence reads the
+// fence the next winning write gives its record; UseFence records that it was handed out. Both
+// run under the caller's write transaction, which holds SQLite's one write lock, so no other
+// writer draws the same value in between. Errors: DataLoss when the counter row is missing.
+absl::StatusOr<int64_t> NextFence(Connection& conn);
+absl::Status UseFence(Connection& conn, int64_t fence);
 
-// Replaces a record that has expired with a new in_progress one, fence + 1. Returns nullopt when
-// the record is live (or gone).
-absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const ClaimParams& p);
+// INSERT … ON CONFLICT DO NOTHING: returns the new record (with `fence`) when no row existed,
+// nullopt when one did (live or expired).
+absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const ClaimParams& p,
+                                                     int64_t fence);
 
-// Takes over a live in_progress record with `expected_fence` whose lease has passed: fence + 1,
-// the new owner and lease. Returns nullopt when any of that does not hold. The fingerprint and
-// created time are kept.
+// Replaces a record that has expired with a new in_progress one with `fence`. Returns nullopt
+// when the record is live (or gone).
+absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const ClaimParams& p,
+                                                        int64_t fence);
+
+// Takes over a live in_progress record of the same fingerprint with `expected_fence` whose lease
+// has passed: `fence`, the new owner and lease. Returns nullopt when any of that does not hold.
+// The fingerprint and created time are kept.
 absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(Connection& conn, const ClaimParams& p,
-                                                        int64_t expected_fence);
+                                                        int64_t expected_fence, int64_t fence);
+
+// TakeOverLapsed with a fence drawn from the counter (and used only when the takeover wins).
+absl::StatusOr<std::optional<KeyRecord>> TakeOverKey(Connection& conn, const ClaimParams& p,
+                                                     int64_t expected_fence);
 
 // Returns the live record of `scope`, or nullopt when absent or expired.
 absl::StatusOr<std::optional<KeyRecord>> SelectLive(Connection& conn, const Scope& scope,
@@ -62,19 +75,19 @@ absl::StatusOr<int64_t> DeleteClaim(Connection& conn, const Scope& scope, int64_
                                     int64_t now_ms);
 
 // Deletes at most `max_rows` expired records (in_progress ones only once their lease passed too)
-// and returns how many.
+// and returns how many. The predicate is checked again on each row it deletes.
 absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, int64_t max_rows);
 
-// Claims `p.scope` under the caller's write transaction: INSERT, else replace an expired record
-// (fence + 1), else — only when `take_over_lapsed` — take over an in_progress record whose lease
-// has passed (fence + 1). Otherwise returns claimed = false with the live record.
-absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p,
-                                     bool take_over_lapsed);
+// Claims `p.scope` under the caller's write transaction, with a fence drawn from the counter:
+// INSERT, else replace an expired record, else — only when `take_over_lapsed` — take over an
+// in_progress record of the same fingerprint whose lease has passed. Otherwise returns
+// claimed = false with the live record.
+absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p, bool take_over_lapsed);
 
 // Why a fenced write changed nothing, as an Aborted status naming the record's current state
 // (or its absence).
-absl::Status StaleFenceError(Connection& conn, const Scope& scope, int64_t fence,
-                             int64_t now_ms, std::string_view operation);
+absl::Status StaleFenceError(Connection& conn, const Scope& scope, int64_t fence, int64_t now_ms,
+                             std::string_view operation);
 
 }  // namespace idem::sqlite
 

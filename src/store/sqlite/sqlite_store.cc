@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/status_macros.h"
+#include "core/stale_fence.h"
 #include "idem/key.h"
 #include "store/sqlite/connection_pool.h"
 #include "store/sqlite/key_table.h"
@@ -106,7 +107,7 @@ absl::StatusOr<KeyRecord> SqliteStore::TakeOver(const ClaimRequest& request,
   IDEM_RETURN_IF_ERROR(InWriteTransaction(*conn, [&]() -> absl::Status {
     const int64_t now = clock_.NowMillis();
     IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> taken,
-                          sqlite::TakeOverLapsed(*conn, Params(request, now), expected_fence));
+                          sqlite::TakeOverKey(*conn, Params(request, now), expected_fence));
     if (taken.has_value()) {
       record = *std::move(taken);
       return absl::OkStatus();
@@ -118,6 +119,7 @@ absl::StatusOr<KeyRecord> SqliteStore::TakeOver(const ClaimRequest& request,
           fmt::format("key '{}' of tenant '{}' has no live record to take over; claim it instead",
                       request.scope.key, request.scope.tenant));
     }
+    if (live->fingerprint != request.fingerprint) return TakeOverMismatchError(request.scope);
     return absl::AbortedError(fmt::format(
         "cannot take over key '{}' of tenant '{}' at fence {}: it is {} with fence {}, lease "
         "until {} (now {}); someone else holds or finished it",
