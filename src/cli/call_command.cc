@@ -36,7 +36,8 @@ constexpr int kExitOutput = 6;
 constexpr const char* kFooter = R"(Exit status:
   0  the final answer was 1xx, 2xx or 3xx
   1  the final answer was 4xx or 5xx (after any retries)
-  2  usage error: bad flag, duration, count, header, URL, or https:// (not supported)
+  2  usage error: bad flag, duration, count, header, URL, -o FILE that cannot be created, or
+     https:// (not supported)
   3  no answer: host not found, connection refused or broken (after any retries)
   4  deadline exceeded: --deadline passed, or the last attempt ran out of --timeout
   5  a retryable failure was not retried: the server sent Idem-Retry: never, the retry budget
@@ -80,15 +81,14 @@ std::string Describe(const AttemptResult& r, const HttpExchange& x) {
   return fmt::format("{} {}", x.response.status, x.response.reason);
 }
 
-void PrintResponse(const HttpResponse& res, bool include) {
-  if (include) {
-    std::string head = fmt::format("HTTP/1.1 {} {}\r\n", res.status, res.reason);
-    for (const auto& [name, value] : res.headers) head += fmt::format("{}: {}\r\n", name, value);
-    head += "\r\n";
-    std::fwrite(head.data(), 1, head.size(), stdout);
+CallAnswer AnswerOf(const HttpResponse& res) {
+  CallAnswer answer{.status = res.status, .body = res.body};
+  answer.head = fmt::format("HTTP/1.1 {} {}\r\n", res.status, res.reason);
+  for (const auto& [name, value] : res.headers) {
+    answer.head += fmt::format("{}: {}\r\n", name, value);
   }
-  std::fwrite(res.body.data(), 1, res.body.size(), stdout);
-  std::fflush(stdout);
+  answer.head += "\r\n";
+  return answer;
 }
 
 // Turns one HTTP exchange into what the retry policy reads.
@@ -156,11 +156,33 @@ void ReportStop(const retry::RetryOutcome& outcome, const HttpExchange& last) {
                std::string(retry::StopReasonText(outcome.reason)).c_str());
 }
 
+// Writes the answer and says why the run stopped; returns the exit code.
+int Finish(const CallPlan& plan, const retry::RetryOutcome& outcome, const HttpExchange& last,
+           CallOutput& output) {
+  const bool answered = outcome.last.kind == Kind::kResponse;
+  const CallAnswer answer = answered ? AnswerOf(last.response) : CallAnswer{};
+  const int code = ExitCodeFor(outcome);
+  const CallSummary summary{.exit_code = code,
+                            .attempts = outcome.attempts,
+                            .stop = outcome.reason,
+                            .elapsed_ms = outcome.elapsed.count(),
+                            .key = plan.key,
+                            .answer = answered ? &answer : nullptr};
+  if (!output.Write(summary)) return kExitOutput;
+  // A final 4xx/5xx speaks for itself on stdout; every other failure is explained on stderr.
+  if (!plan.silent && code != kExitOk && (!answered || code != kExitHttpError)) {
+    ReportStop(outcome, last);
+  }
+  return code;
+}
+
 int RunCall(const CallPlan& plan) {
   absl::StatusOr<Guards> guards = MakeGuards(plan);
   absl::StatusOr<retry::RetryPolicy> policy = retry::RetryPolicy::Create(plan.policy);
   absl::StatusOr<retry::Backoff> backoff = retry::Backoff::Create(plan.backoff, plan.seed);
-  for (const absl::Status& s : {guards.status(), policy.status(), backoff.status()}) {
+  absl::StatusOr<std::unique_ptr<CallOutput>> output = CallOutput::Open(plan.output);
+  for (const absl::Status& s :
+       {guards.status(), policy.status(), backoff.status(), output.status()}) {
     if (!s.ok()) {
       std::fprintf(stderr, "idem call: %s\n", std::string(s.message()).c_str());
       return kExitUsage;
@@ -191,16 +213,7 @@ int RunCall(const CallPlan& plan) {
       [&](const retry::AttemptReport& r) {
         if (plan.verbose) Verbose(plan, r, last);
       });
-  if (outcome.last.kind == Kind::kResponse) {
-    PrintResponse(last.response, plan.include);
-    if (!OutputWritten("idem call")) return kExitOutput;
-  }
-  const int code = ExitCodeFor(outcome);
-  // A final 4xx/5xx speaks for itself on stdout; every other failure is explained on stderr.
-  if (code != kExitOk && (outcome.last.kind != Kind::kResponse || code != kExitHttpError)) {
-    ReportStop(outcome, last);
-  }
-  return code;
+  return Finish(plan, outcome, last, **output);
 }
 
 // Registers every option of `idem call` on `call`; returns the --seed option (to see if given).
@@ -209,7 +222,18 @@ CLI::Option* AddCallFlags(CLI::App* call, CallFlags& flags, uint64_t& seed) {
   call->add_option("url", flags.url, "The http:// URL to call")->required();
   call->add_option("-X,--request", flags.method, "HTTP method (default GET, or POST with -d)");
   call->add_option("-H,--header", flags.headers, "Add a header 'Name: value' (repeatable)");
-  call->add_option("-d,--data", flags.data, "Send DATA as the body; @FILE reads a file, @- stdin");
+  call->add_option("-d,--data", flags.data,
+                   "Send DATA as the body; @FILE reads a file, @- stdin, byte for byte (curl "
+                   "would drop CR and LF)");
+  call->add_option("--data-binary", flags.data_binary,
+                   "The same as -d (curl's name for a body sent byte for byte)");
+  call->add_option("-o,--output", flags.output,
+                   "Write the body to FILE instead of stdout (created or truncated first)");
+  call->add_flag("-s,--silent", flags.silent, "Say nothing on stderr about why the run stopped");
+  call->add_flag("--fail", flags.fail, "Print no body for a final 4xx/5xx answer (exit 1 still)");
+  call->add_flag("--json", flags.json,
+                 "Print one JSON line instead of the body: exit_code, status, attempts, stop, "
+                 "stop_text, elapsed_ms, key (the body goes to -o FILE if given)");
   call->add_option("--key", flags.key,
                    "Idempotency-Key to send (default: a new UUIDv7 for POST and PATCH)");
   call->add_flag("--no-key", flags.no_key, "Send no key; POST and PATCH are then never retried");

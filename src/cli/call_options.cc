@@ -78,7 +78,7 @@ absl::StatusOr<std::string> ReadAll(std::FILE* file, const std::string& name) {
   return out;
 }
 
-absl::StatusOr<std::string> ReadData(const std::string& data) {
+absl::StatusOr<std::string> ReadFileData(const std::string& data) {
   if (data.empty() || data.front() != '@') return data;
   const std::string path = data.substr(1);
   if (path == "-") return ReadAll(stdin, "-");
@@ -95,6 +95,18 @@ absl::StatusOr<std::string> ReadData(const std::string& data) {
                     path, std::strerror(errno)));
   }
   return ReadAll(file.get(), path);
+}
+
+// The body from -d or --data-binary: the same, a file's or stdin's bytes exactly as they are.
+// (curl drops CR and LF from -d @FILE; idem does not: the bytes are fingerprinted, and a body
+// changed behind the user's back would be a different request.)
+absl::StatusOr<std::optional<std::string>> ReadBody(const CallFlags& f) {
+  if (f.data.has_value() && f.data_binary.has_value()) {
+    return absl::InvalidArgumentError("-d and --data-binary both give the body; give one");
+  }
+  const std::optional<std::string>& given = f.data.has_value() ? f.data : f.data_binary;
+  if (!given.has_value()) return std::nullopt;
+  return ReadFileData(*given);
 }
 
 absl::Status CheckCounts(const CallFlags& f) {
@@ -205,7 +217,8 @@ absl::StatusOr<CallPlan> MakeCallPlan(const CallFlags& f) {
   if (f.method.has_value() && f.method->empty()) {
     return absl::InvalidArgumentError("-X is empty: name the method, such as -X POST");
   }
-  std::string method = f.method.value_or(f.data ? "POST" : "GET");
+  IDEM_ASSIGN_OR_RETURN(std::optional<std::string> body, ReadBody(f));
+  std::string method = f.method.value_or(body ? "POST" : "GET");
   std::transform(method.begin(), method.end(), method.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   if (!std::all_of(method.begin(), method.end(), IsTokenChar)) {
@@ -216,8 +229,8 @@ absl::StatusOr<CallPlan> MakeCallPlan(const CallFlags& f) {
     IDEM_ASSIGN_OR_RETURN(auto header, ParseHeader(h));
     plan.request.headers.push_back(std::move(header));
   }
-  if (f.data) {
-    IDEM_ASSIGN_OR_RETURN(plan.request.body, ReadData(*f.data));
+  if (body) {
+    plan.request.body = std::move(*body);
     plan.request.has_body = true;
     const bool typed =
         std::any_of(plan.request.headers.begin(), plan.request.headers.end(),
@@ -235,6 +248,9 @@ absl::StatusOr<CallPlan> MakeCallPlan(const CallFlags& f) {
   plan.seed = f.seed ? *f.seed : std::random_device{}();
   plan.include = f.include;
   plan.verbose = f.verbose;
+  plan.silent = f.silent;
+  plan.output =
+      CallOutputOptions{.path = f.output, .include = f.include, .fail = f.fail, .json = f.json};
   return plan;
 }
 

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/call_http.h"
+#include "cli/call_output.h"
 #include "idem/retry/backoff.h"
 #include "idem/retry/retry_policy.h"
 
@@ -18,11 +19,12 @@ namespace idem::cli {
 // The flags as typed, before any checking.
 struct CallFlags {
   std::string url;
-  std::optional<std::string> method;  // -X; absent: GET, or POST with -d
-  std::vector<std::string> headers;   // -H "Name: value"
-  std::optional<std::string> data;    // -d DATA, -d @file, -d @- (stdin)
-  std::optional<std::string> key;     // --key (given empty: an error, never a fresh key)
-  bool no_key = false;                // --no-key
+  std::optional<std::string> method;       // -X; absent: GET, or POST with -d
+  std::vector<std::string> headers;        // -H "Name: value"
+  std::optional<std::string> data;         // -d DATA, -d @file, -d @- (stdin), byte for byte
+  std::optional<std::string> data_binary;  // --data-binary: the same as -d (curl's name)
+  std::optional<std::string> key;          // --key (given empty: an error, never a fresh key)
+  bool no_key = false;                     // --no-key
   int retries = 3;
   std::string backoff = "full";
   std::string base = "100ms";
@@ -36,6 +38,10 @@ struct CallFlags {
   std::optional<uint64_t> seed;
   bool include = false;
   bool verbose = false;
+  std::string output;   // -o FILE
+  bool silent = false;  // -s
+  bool fail = false;    // --fail
+  bool json = false;    // --json
 };
 
 // Everything one run needs, checked.
@@ -52,6 +58,8 @@ struct CallPlan {
   uint64_t seed = 0;
   bool include = false;
   bool verbose = false;
+  bool silent = false;
+  CallOutputOptions output;
 };
 
 // Returns the plan, or InvalidArgument with a message naming the flag and what to fix (bad

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,49 @@ TEST(IdemCallHostile, UnknownFlagIsNamedEvenWithoutAUrl) {
     EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("url is required"), std::string::npos) << r.err;
   }
+}
+
+TEST(IdemCallHostile, OutputFlagWritesTheBodyToTheFile) {
+  TestHttpServer server;
+  const std::string file = ::testing::TempDir() + "idem-hostile-output.txt";
+  CallRun r = Idem({"call", "-o", file, server.Url("/ok")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  std::ifstream in(file);
+  std::stringstream body;
+  body << in.rdbuf();
+  EXPECT_EQ(body.str(), "ok");
+  std::filesystem::remove(file);
+}
+
+TEST(IdemCallHostile, OutputFileThatCannotBeCreatedIsAUsageErrorAndSendsNothing) {
+  TestHttpServer server;
+  CallRun r = Idem({"call", "-o", "/nonexistent-dir/x", "-d", "a=1", server.Url("/ok")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("-o /nonexistent-dir/x: cannot write"), std::string::npos) << r.err;
+  EXPECT_EQ(server.requests().size(), 0u);
+}
+
+TEST(IdemCallHostile, JsonPrintsStatusAttemptsStopReasonAndKey) {
+  TestHttpServer server;
+  CallRun r = Idem({"call", "--json", "--key", "k-1", "--base", "5ms", "--cap", "10ms", "-d", "a=1",
+                    server.Url("/flaky?fail=1")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find("\"elapsed_ms\"")),
+            R"({"exit_code":0,"status":200,"attempts":2,"stop":"succeeded",)"
+            R"("stop_text":"succeeded",)");
+  EXPECT_NE(r.out.find(R"("key":"k-1"})"), std::string::npos) << r.out;
+}
+
+TEST(IdemCallHostile, FailPrintsNoBodyForAFinalErrorAndSilentNoReason) {
+  TestHttpServer server;
+  CallRun failed = Idem({"call", "--fail", server.Url("/bad-request")});
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_EQ(failed.out, "");
+  CallRun silent = Idem(
+      {"call", "-s", "--retries", "0", "http://127.0.0.1:" + std::to_string(UnusedPort()) + "/"});
+  EXPECT_EQ(silent.exit_code, 3);
+  EXPECT_EQ(silent.err, "");
 }
 
 TEST(IdemSimHostile, OutputThatCannotBeWrittenExitsNonZero) {
