@@ -1,24 +1,10 @@
+#include "guard/testing/guard_store_test.h"
 #include "idem/lease_guard.h"
 
-#include "guard/temp_sqlite_store.h"
-
-namespace idem {
+namespace idem::testing {
 namespace {
 
-class LeaseGuardTest : public testing::TempSqliteStoreTest {
- protected:
-  LeaseOptions Options(std::string owner) {
-    LeaseOptions options;
-    options.lease = 10s;
-    options.owner = std::move(owner);
-    return options;
-  }
-
-  Scope scope_{"", "order-7"};
-  StoredResponse ok_{.status = 201, .headers = {{"Location", "/orders/7"}}, .body = "created"};
-};
-
-TEST_F(LeaseGuardTest, FirstAcquireClaimsTheKeyWithAFence) {
+TEST_P(LeaseGuardTest, FirstAcquireClaimsTheKeyWithAFence) {
   LeaseGuard guard(*store_, Options("a"));
   auto got = guard.Acquire(scope_, "fp");
   ASSERT_TRUE(got.ok()) << got.status();
@@ -28,14 +14,14 @@ TEST_F(LeaseGuardTest, FirstAcquireClaimsTheKeyWithAFence) {
   EXPECT_FALSE(got->key->taken_over());
 }
 
-TEST_F(LeaseGuardTest, AcquireWhileAnotherHolderIsLiveIsAborted) {
+TEST_P(LeaseGuardTest, AcquireWhileAnotherHolderIsLiveIsAborted) {
   LeaseGuard first(*store_, Options("a"));
   LeaseGuard second(*store_, Options("b"));
   ASSERT_TRUE(first.Acquire(scope_, "fp").ok());
   EXPECT_EQ(second.Acquire(scope_, "fp").status().code(), absl::StatusCode::kAborted);
 }
 
-TEST_F(LeaseGuardTest, CompletedOutcomeIsReplayedToLaterArrivals) {
+TEST_P(LeaseGuardTest, CompletedOutcomeIsReplayedToLaterArrivals) {
   LeaseGuard guard(*store_, Options("a"));
   auto got = guard.Acquire(scope_, "fp");
   ASSERT_TRUE(got.ok() && got->key);
@@ -48,7 +34,7 @@ TEST_F(LeaseGuardTest, CompletedOutcomeIsReplayedToLaterArrivals) {
   EXPECT_EQ(again->replay->response, ok_);
 }
 
-TEST_F(LeaseGuardTest, DeterministicFailureIsStoredAsFailedFinal) {
+TEST_P(LeaseGuardTest, DeterministicFailureIsStoredAsFailedFinal) {
   LeaseGuard guard(*store_, Options("a"));
   auto got = guard.Acquire(scope_, "fp");
   ASSERT_TRUE(got.ok() && got->key);
@@ -60,7 +46,7 @@ TEST_F(LeaseGuardTest, DeterministicFailureIsStoredAsFailedFinal) {
   EXPECT_EQ(record->state, KeyState::kFailedFinal);
 }
 
-TEST_F(LeaseGuardTest, TransientOutcomeReleasesTheKeyAndStoresNothing) {
+TEST_P(LeaseGuardTest, TransientOutcomeReleasesTheKeyAndStoresNothing) {
   LeaseGuard guard(*store_, Options("a"));
   auto got = guard.Acquire(scope_, "fp");
   ASSERT_TRUE(got.ok() && got->key);
@@ -73,7 +59,7 @@ TEST_F(LeaseGuardTest, TransientOutcomeReleasesTheKeyAndStoresNothing) {
   EXPECT_TRUE(again->key.has_value());
 }
 
-TEST_F(LeaseGuardTest, LapsedLeaseIsTakenOverAndTheOldHolderCanNoLongerWrite) {
+TEST_P(LeaseGuardTest, LapsedLeaseIsTakenOverAndTheOldHolderCanNoLongerWrite) {
   LeaseGuard old_guard(*store_, Options("old"));
   LeaseGuard new_guard(*store_, Options("new"));
   auto old_hold = old_guard.Acquire(scope_, "fp");
@@ -93,7 +79,7 @@ TEST_F(LeaseGuardTest, LapsedLeaseIsTakenOverAndTheOldHolderCanNoLongerWrite) {
   EXPECT_EQ(record->owner, "new");
 }
 
-TEST_F(LeaseGuardTest, HeartbeatKeepsTheKeyFromBeingTakenOver) {
+TEST_P(LeaseGuardTest, HeartbeatKeepsTheKeyFromBeingTakenOver) {
   LeaseGuard holder(*store_, Options("a"));
   LeaseGuard other(*store_, Options("b"));
   auto hold = holder.Acquire(scope_, "fp");
@@ -104,13 +90,13 @@ TEST_F(LeaseGuardTest, HeartbeatKeepsTheKeyFromBeingTakenOver) {
   EXPECT_EQ(other.Acquire(scope_, "fp").status().code(), absl::StatusCode::kAborted);
 }
 
-TEST_F(LeaseGuardTest, KeyReusedWithAnotherFingerprintIsFailedPrecondition) {
+TEST_P(LeaseGuardTest, KeyReusedWithAnotherFingerprintIsFailedPrecondition) {
   LeaseGuard guard(*store_, Options("a"));
   ASSERT_TRUE(guard.Acquire(scope_, "fp-1").ok());
   EXPECT_EQ(guard.Acquire(scope_, "fp-2").status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
-TEST_F(LeaseGuardTest, ReleaseMakesTheKeyAbsent) {
+TEST_P(LeaseGuardTest, ReleaseMakesTheKeyAbsent) {
   LeaseGuard guard(*store_, Options("a"));
   auto got = guard.Acquire(scope_, "fp");
   ASSERT_TRUE(got.ok() && got->key);
@@ -119,4 +105,4 @@ TEST_F(LeaseGuardTest, ReleaseMakesTheKeyAbsent) {
 }
 
 }  // namespace
-}  // namespace idem
+}  // namespace idem::testing

@@ -1,43 +1,16 @@
-#include "idem/guard.h"
-
 #include <atomic>
 #include <barrier>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
-#include "guard/temp_sqlite_store.h"
+#include "guard/testing/guard_store_test.h"
+#include "idem/guard.h"
 
-namespace idem {
+namespace idem::testing {
 namespace {
 
-class GuardTest : public testing::TempSqliteStoreTest {
- protected:
-  void SetUp() override {
-    TempSqliteStoreTest::SetUp();
-    auto tx = store_->Begin();
-    ASSERT_TRUE(tx.ok()) << tx.status();
-    ASSERT_TRUE((*tx)->Execute("CREATE TABLE effects(key TEXT PRIMARY KEY, amount BIGINT)").ok());
-    ASSERT_TRUE((*tx)->Commit().ok());
-  }
-
-  // An effect that writes one row in the guard's transaction and answers `status`.
-  Effect WriteRow(const std::string& key, int status, std::atomic<int>* runs = nullptr) {
-    return [key, status, runs](Transaction& tx) -> absl::StatusOr<StoredResponse> {
-      if (runs) runs->fetch_add(1);
-      SqlValue params[] = {key, int64_t{5}};
-      auto inserted = tx.Execute("INSERT INTO effects(key, amount) VALUES ($1, $2)", params);
-      if (!inserted.ok()) return inserted.status();
-      return StoredResponse{.status = status,
-                            .headers = {{"Content-Type", "application/json"}},
-                            .body = "{\"key\":\"" + key + "\"}"};
-    };
-  }
-
-  Scope scope_{"tenant-a", "key-1"};
-};
-
-TEST_F(GuardTest, FirstArrivalRunsEffectAndCommitsItWithTheOutcome) {
+TEST_P(GuardTest, FirstArrivalRunsEffectAndCommitsItWithTheOutcome) {
   Guard guard(*store_);
   auto result = guard.Run(scope_, "fp", WriteRow("key-1", 201));
   ASSERT_TRUE(result.ok()) << result.status();
@@ -51,7 +24,7 @@ TEST_F(GuardTest, FirstArrivalRunsEffectAndCommitsItWithTheOutcome) {
   EXPECT_EQ(record->response, result->response);
 }
 
-TEST_F(GuardTest, SecondArrivalReplaysStoredResponseWithoutRunningEffect) {
+TEST_P(GuardTest, SecondArrivalReplaysStoredResponseWithoutRunningEffect) {
   Guard guard(*store_);
   std::atomic<int> runs{0};
   auto first = guard.Run(scope_, "fp", WriteRow("key-1", 200, &runs));
@@ -63,7 +36,7 @@ TEST_F(GuardTest, SecondArrivalReplaysStoredResponseWithoutRunningEffect) {
   EXPECT_EQ(CountRows("effects"), 1);
 }
 
-TEST_F(GuardTest, KeyReusedWithAnotherFingerprintIsFailedPreconditionAndRunsNothing) {
+TEST_P(GuardTest, KeyReusedWithAnotherFingerprintIsFailedPreconditionAndRunsNothing) {
   Guard guard(*store_);
   std::atomic<int> runs{0};
   ASSERT_TRUE(guard.Run(scope_, "fp-1", WriteRow("key-1", 200, &runs)).ok());
@@ -73,7 +46,7 @@ TEST_F(GuardTest, KeyReusedWithAnotherFingerprintIsFailedPreconditionAndRunsNoth
   EXPECT_EQ(CountRows("effects"), 1);
 }
 
-TEST_F(GuardTest, DeterministicFailureRollsBackEffectAndStoresFailedFinal) {
+TEST_P(GuardTest, DeterministicFailureRollsBackEffectAndStoresFailedFinal) {
   Guard guard(*store_);
   auto result = guard.Run(scope_, "fp", WriteRow("key-1", 422));
   ASSERT_TRUE(result.ok()) << result.status();
@@ -86,7 +59,7 @@ TEST_F(GuardTest, DeterministicFailureRollsBackEffectAndStoresFailedFinal) {
   EXPECT_EQ(CountRows("effects"), 0);
 }
 
-TEST_F(GuardTest, TransientResponseRollsBackEverythingAndStoresNothing) {
+TEST_P(GuardTest, TransientResponseRollsBackEverythingAndStoresNothing) {
   Guard guard(*store_);
   auto result = guard.Run(scope_, "fp", WriteRow("key-1", 503));
   ASSERT_TRUE(result.ok()) << result.status();
@@ -100,7 +73,7 @@ TEST_F(GuardTest, TransientResponseRollsBackEverythingAndStoresNothing) {
   EXPECT_EQ(CountRows("effects"), 1);
 }
 
-TEST_F(GuardTest, EffectErrorRollsBackEverythingAndIsReturnedAsIs) {
+TEST_P(GuardTest, EffectErrorRollsBackEverythingAndIsReturnedAsIs) {
   Guard guard(*store_);
   auto result = guard.Run(scope_, "fp", [](Transaction& tx) -> absl::StatusOr<StoredResponse> {
     SqlValue params[] = {std::string("key-1"), int64_t{1}};
@@ -113,7 +86,7 @@ TEST_F(GuardTest, EffectErrorRollsBackEverythingAndIsReturnedAsIs) {
   EXPECT_EQ(store_->Get(scope_).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(GuardTest, ExceptionFromEffectRollsBackEverythingAndPropagates) {
+TEST_P(GuardTest, ExceptionFromEffectRollsBackEverythingAndPropagates) {
   Guard guard(*store_);
   Effect throwing = [](Transaction& tx) -> absl::StatusOr<StoredResponse> {
     SqlValue params[] = {std::string("key-1"), int64_t{1}};
@@ -125,7 +98,7 @@ TEST_F(GuardTest, ExceptionFromEffectRollsBackEverythingAndPropagates) {
   EXPECT_EQ(store_->Get(scope_).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(GuardTest, KeyHeldByLiveLeaseIsReportedInFlight) {
+TEST_P(GuardTest, KeyHeldByLiveLeaseIsReportedInFlight) {
   ClaimRequest lease{.scope = scope_, .fingerprint = "fp", .owner = "gateway", .lease = 30s};
   ASSERT_TRUE(store_->Claim(lease).ok());
   Guard guard(*store_);
@@ -135,7 +108,7 @@ TEST_F(GuardTest, KeyHeldByLiveLeaseIsReportedInFlight) {
   EXPECT_EQ(runs.load(), 0);
 }
 
-TEST_F(GuardTest, KeyWhoseLeaseLapsedIsTakenOverWithAGreaterFence) {
+TEST_P(GuardTest, KeyWhoseLeaseLapsedIsTakenOverWithAGreaterFence) {
   ClaimRequest lease{.scope = scope_, .fingerprint = "fp", .owner = "dead", .lease = 30s};
   auto dead = store_->Claim(lease);
   ASSERT_TRUE(dead.ok()) << dead.status();
@@ -151,7 +124,7 @@ TEST_F(GuardTest, KeyWhoseLeaseLapsedIsTakenOverWithAGreaterFence) {
             absl::StatusCode::kAborted);
 }
 
-TEST_F(GuardTest, LapsedLeaseOfAnotherRequestIsAMismatchAndRunsNothing) {
+TEST_P(GuardTest, LapsedLeaseOfAnotherRequestIsAMismatchAndRunsNothing) {
   ClaimRequest lease{.scope = scope_, .fingerprint = "fp-one", .owner = "dead", .lease = 30s};
   auto claimed = store_->Claim(lease);
   ASSERT_TRUE(claimed.ok()) << claimed.status();
@@ -167,7 +140,7 @@ TEST_F(GuardTest, LapsedLeaseOfAnotherRequestIsAMismatchAndRunsNothing) {
   EXPECT_EQ(*record, claimed->record);
 }
 
-TEST_F(GuardTest, ExpiredOutcomeCountsAsAbsentAndRunsAgain) {
+TEST_P(GuardTest, ExpiredOutcomeCountsAsAbsentAndRunsAgain) {
   Guard guard(*store_);
   std::atomic<int> runs{0};
   ASSERT_TRUE(guard.Run(scope_, "fp", WriteRow("key-1", 200, &runs)).ok());
@@ -178,7 +151,7 @@ TEST_F(GuardTest, ExpiredOutcomeCountsAsAbsentAndRunsAgain) {
   EXPECT_EQ(runs.load(), 2);
 }
 
-TEST_F(GuardTest, TenantsNeverShareAKey) {
+TEST_P(GuardTest, TenantsNeverShareAKey) {
   Guard guard(*store_);
   ASSERT_TRUE(guard.Run({"tenant-a", "k"}, "fp-a", WriteRow("a", 200)).ok());
   auto other = guard.Run({"tenant-b", "k"}, "fp-b", WriteRow("b", 200));
@@ -187,7 +160,7 @@ TEST_F(GuardTest, TenantsNeverShareAKey) {
   EXPECT_EQ(CountRows("effects"), 2);
 }
 
-TEST_F(GuardTest, ClassifierOverrideDecidesWhatIsStored) {
+TEST_P(GuardTest, ClassifierOverrideDecidesWhatIsStored) {
   GuardOptions options;
   options.classifier = OutcomeClassifier().With(409, OutcomeClass::kCompleted);
   Guard guard(*store_, options);
@@ -197,7 +170,7 @@ TEST_F(GuardTest, ClassifierOverrideDecidesWhatIsStored) {
   EXPECT_EQ(CountRows("effects"), 1);
 }
 
-TEST_F(GuardTest, ConcurrentCallersOfOneKeyRunTheEffectOnceAndAllGetItsAnswer) {
+TEST_P(GuardTest, ConcurrentCallersOfOneKeyRunTheEffectOnceAndAllGetItsAnswer) {
   constexpr int kThreads = 8;
   std::atomic<int> runs{0};
   std::vector<absl::StatusOr<GuardResult>> results(kThreads, absl::UnknownError("not run"));
@@ -221,7 +194,7 @@ TEST_F(GuardTest, ConcurrentCallersOfOneKeyRunTheEffectOnceAndAllGetItsAnswer) {
   }
 }
 
-TEST_F(GuardTest, BatchCommitsEachCallsOutcomeAndUndoesOnlyTheFailedOnes) {
+TEST_P(GuardTest, BatchCommitsEachCallsOutcomeAndUndoesOnlyTheFailedOnes) {
   Guard guard(*store_);
   std::vector<GuardCall> calls = {
       {{"t", "ok"}, "fp", WriteRow("ok", 200)},
@@ -249,7 +222,7 @@ TEST_F(GuardTest, BatchCommitsEachCallsOutcomeAndUndoesOnlyTheFailedOnes) {
   EXPECT_EQ(store_->Get({"t", "error"}).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(GuardTest, BatchWithOneKeyTwiceRunsTheEffectOnceAndReplaysIt) {
+TEST_P(GuardTest, BatchWithOneKeyTwiceRunsTheEffectOnceAndReplaysIt) {
   Guard guard(*store_);
   std::atomic<int> runs{0};
   std::vector<GuardCall> calls = {{scope_, "fp", WriteRow("key-1", 200, &runs)},
@@ -262,7 +235,7 @@ TEST_F(GuardTest, BatchWithOneKeyTwiceRunsTheEffectOnceAndReplaysIt) {
   EXPECT_EQ((*results)[1]->response, (*results)[0]->response);
 }
 
-TEST_F(GuardTest, BatchReplaysKeysCompletedBeforeIt) {
+TEST_P(GuardTest, BatchReplaysKeysCompletedBeforeIt) {
   Guard guard(*store_);
   std::atomic<int> runs{0};
   ASSERT_TRUE(guard.Run(scope_, "fp", WriteRow("key-1", 200, &runs)).ok());
@@ -274,7 +247,7 @@ TEST_F(GuardTest, BatchReplaysKeysCompletedBeforeIt) {
   EXPECT_EQ((*results)[1].status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
-TEST_F(GuardTest, BatchCallWhoseOutcomeCannotBeRecordedIsUndoneAlone) {
+TEST_P(GuardTest, BatchCallWhoseOutcomeCannotBeRecordedIsUndoneAlone) {
   Guard guard(*store_);
   // The effect moves its own key's fence, so recording the outcome finds a stale fence.
   Effect tampering = [](Transaction& tx) -> absl::StatusOr<StoredResponse> {
@@ -295,4 +268,4 @@ TEST_F(GuardTest, BatchCallWhoseOutcomeCannotBeRecordedIsUndoneAlone) {
 }
 
 }  // namespace
-}  // namespace idem
+}  // namespace idem::testing
