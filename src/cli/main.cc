@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   AddHelpCommand(app, exit_code);
   idem::cli::AddCallCommand(app, exit_code);
   idem::cli::AddSimCommand(app, exit_code);
+  idem::cli::AddCompletionCommand(app, exit_code);
   if (const std::string unknown = UnknownSubcommand(app, argc, argv); !unknown.empty()) {
     std::fprintf(stderr, "idem: no subcommand named '%s'; run 'idem --help' for the list\n",
                  unknown.c_str());

@@ -158,5 +158,37 @@ TEST(IdemProgramHostile, ParseErrorsCarryTheProgramName) {
   EXPECT_NE(r.err.find("--runs"), std::string::npos) << r.err;
 }
 
+TEST(IdemProgramHostile, BashCompletionOffersSubcommandsAndTheirFlags) {
+  const std::string script = ::testing::TempDir() + "idem-completion.bash";
+  CallRun made = Idem({"completion", "bash"}, {.stdout_path = script});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  // Completes "idem sim b" and "idem call --data-b" in a real bash.
+  const std::string probe =
+      "bash -c 'source " + script +
+      " && COMP_WORDS=(idem sim b) && COMP_CWORD=2 && _idem && echo \"${COMPREPLY[*]}\" && "
+      "COMP_WORDS=(idem call --data-b) && COMP_CWORD=2 && _idem && echo \"${COMPREPLY[*]}\"'";
+  FILE* pipe = popen(probe.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[256];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0);
+  EXPECT_EQ(out, "backoff\n--data-binary\n");
+  std::filesystem::remove(script);
+}
+
+TEST(IdemProgramHostile, ManPagesAreGeneratedFromTheHelp) {
+  for (const char* page : {"idem.1", "idem-call.1", "idem-sim.1"}) {
+    std::ifstream in(std::string(IDEM_MAN_DIR) + "/" + page);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_NE(text.str().find(".TH IDEM"), std::string::npos) << page;
+  }
+  std::ifstream call(std::string(IDEM_MAN_DIR) + "/idem-call.1");
+  std::stringstream text;
+  text << call.rdbuf();
+  EXPECT_NE(text.str().find("data\\-binary"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace idem::testing
