@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "cli/call_http.h"
+#include "cli/call_attempt.h"
 #include "cli/call_options.h"
 #include "cli/cli_output.h"
 #include "cli/commands.h"
@@ -14,7 +14,6 @@
 #include "idem/retry/deadline.h"
 #include "idem/retry/duration.h"
 #include "idem/retry/retrier.h"
-#include "idem/retry/retry_after.h"
 #include "idem/retry/retry_budget.h"
 
 namespace idem::cli {
@@ -34,11 +33,12 @@ constexpr int kExitStopped = 5;
 constexpr int kExitOutput = 6;
 
 constexpr const char* kFooter = R"(Exit status:
-  0  the final answer was 1xx, 2xx or 3xx
+  0  the final answer was 2xx or 3xx (1xx interim answers are read past)
   1  the final answer was 4xx or 5xx (after any retries)
-  2  usage error: bad flag, duration, count, header, URL, -o FILE that cannot be created, or
-     https:// (not supported)
-  3  no answer: host not found, connection refused or broken (after any retries)
+  2  usage error: bad flag, duration, count, header, URL (a port not 1-65535), -o FILE that
+     cannot be created, --cacert FILE that cannot be read
+  3  no answer: host not found, connection refused or broken, TLS certificate refused (after
+     any retries)
   4  deadline exceeded: --deadline passed, or the last attempt ran out of --timeout
   5  a retryable failure was not retried: the server sent Idem-Retry: never, the retry budget
      or circuit breaker stopped it, Retry-After asked for more than --max-retry-after, or the
@@ -47,7 +47,8 @@ constexpr const char* kFooter = R"(Exit status:
 
 The same Idempotency-Key is sent on every attempt; POST and PATCH get a generated UUIDv7 key
 unless --key or --no-key is given. Each attempt carries Idem-Deadline-Ms, the milliseconds it
-has left. Durations: 250ms, 2s, 1m30s, 1h; 0 means none.
+has left. https:// servers are verified against the system's CA store (plus --cacert).
+Durations: 250ms, 2s, 1m30s, 1h; 0 means none.
 
 Examples:
   idem call http://127.0.0.1:8080/orders -d '{"sku":42}' -H 'Content-Type: application/json'
@@ -75,36 +76,21 @@ int ExitCodeFor(const retry::RetryOutcome& o) {
   return kExitStopped;
 }
 
-std::string Describe(const AttemptResult& r, const HttpExchange& x) {
+std::string Describe(const AttemptResult& r, const AttemptOutcome& x) {
   if (r.kind == Kind::kNotSent) return "not sent";
-  if (r.kind != Kind::kResponse) return x.error;
-  return fmt::format("{} {}", x.response.status, x.response.reason);
+  if (r.kind != Kind::kResponse || !x.response) return x.error;
+  return fmt::format("{} {}", x.response->result_int(), std::string_view(x.response->reason()));
 }
 
-CallAnswer AnswerOf(const HttpResponse& res) {
-  CallAnswer answer{.status = res.status, .body = res.body};
-  answer.head = fmt::format("HTTP/1.1 {} {}\r\n", res.status, res.reason);
-  for (const auto& [name, value] : res.headers) {
-    answer.head += fmt::format("{}: {}\r\n", name, value);
+CallAnswer AnswerOf(const http::Response& res) {
+  CallAnswer answer{.status = static_cast<int>(res.result_int()), .body = res.body()};
+  answer.head = fmt::format("HTTP/1.1 {} {}\r\n", res.result_int(), std::string_view(res.reason()));
+  for (const auto& field : res) {
+    answer.head += fmt::format("{}: {}\r\n", std::string_view(field.name_string()),
+                               std::string_view(field.value()));
   }
   answer.head += "\r\n";
   return answer;
-}
-
-// Turns one HTTP exchange into what the retry policy reads.
-AttemptResult ToAttemptResult(const HttpExchange& x) {
-  AttemptResult r;
-  r.kind = x.kind;
-  if (x.kind != Kind::kResponse) return r;
-  r.status = x.response.status;
-  if (const std::string* v = x.response.Find(retry::kRetryControlHeader)) {
-    r.do_not_retry = retry::IsDoNotRetry(*v);
-  }
-  if (const std::string* v = x.response.Find("Retry-After")) {
-    absl::StatusOr<Millis> after = retry::ParseRetryAfter(*v, SystemClock().NowMillis());
-    if (after.ok()) r.retry_after = *after;  // an unreadable Retry-After is ignored
-  }
-  return r;
 }
 
 struct Guards {
@@ -130,7 +116,7 @@ absl::StatusOr<Guards> MakeGuards(const CallPlan& plan) {
   return g;
 }
 
-void Verbose(const CallPlan& plan, const retry::AttemptReport& r, const HttpExchange& x) {
+void Verbose(const CallPlan& plan, const retry::AttemptReport& r, const AttemptOutcome& x) {
   const int max = plan.policy.max_attempts;
   std::string line =
       fmt::format("idem call: attempt {}/{}: {} {}", r.attempt, max, plan.request.method, plan.url);
@@ -146,7 +132,7 @@ void Verbose(const CallPlan& plan, const retry::AttemptReport& r, const HttpExch
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
-void ReportStop(const retry::RetryOutcome& outcome, const HttpExchange& last) {
+void ReportStop(const retry::RetryOutcome& outcome, const AttemptOutcome& last) {
   const std::string what = outcome.last.kind == Kind::kResponse || outcome.attempts == 0
                                ? std::string("gave up")
                                : Describe(outcome.last, last);
@@ -157,10 +143,10 @@ void ReportStop(const retry::RetryOutcome& outcome, const HttpExchange& last) {
 }
 
 // Writes the answer and says why the run stopped; returns the exit code.
-int Finish(const CallPlan& plan, const retry::RetryOutcome& outcome, const HttpExchange& last,
+int Finish(const CallPlan& plan, const retry::RetryOutcome& outcome, const AttemptOutcome& last,
            CallOutput& output) {
-  const bool answered = outcome.last.kind == Kind::kResponse;
-  const CallAnswer answer = answered ? AnswerOf(last.response) : CallAnswer{};
+  const bool answered = outcome.last.kind == Kind::kResponse && last.response.has_value();
+  const CallAnswer answer = answered ? AnswerOf(*last.response) : CallAnswer{};
   const int code = ExitCodeFor(outcome);
   const CallSummary summary{.exit_code = code,
                             .attempts = outcome.attempts,
@@ -180,9 +166,12 @@ int RunCall(const CallPlan& plan) {
   absl::StatusOr<Guards> guards = MakeGuards(plan);
   absl::StatusOr<retry::RetryPolicy> policy = retry::RetryPolicy::Create(plan.policy);
   absl::StatusOr<retry::Backoff> backoff = retry::Backoff::Create(plan.backoff, plan.seed);
-  absl::StatusOr<std::unique_ptr<CallOutput>> output = CallOutput::Open(plan.output);
+  absl::StatusOr<std::unique_ptr<http::BlockingClient>> client =
+      http::BlockingClient::Create({.tls = {.ca_file = plan.cacert}});
+  absl::StatusOr<std::unique_ptr<CallOutput>> output =
+      client.ok() ? CallOutput::Open(plan.output) : client.status();
   for (const absl::Status& s :
-       {guards.status(), policy.status(), backoff.status(), output.status()}) {
+       {guards.status(), policy.status(), backoff.status(), client.status(), output.status()}) {
     if (!s.ok()) {
       std::fprintf(stderr, "idem call: %s\n", std::string(s.message()).c_str());
       return kExitUsage;
@@ -198,17 +187,17 @@ int RunCall(const CallPlan& plan) {
                             guards->budget.get(),
                             guards->breaker.get()};
   const retry::RequestTraits traits{plan.request.method, plan.key.has_value()};
-  HttpExchange last;
+  AttemptOutcome last;
   const retry::RetryOutcome outcome = retry::RunWithRetries(
       parts, traits,
       [&](const retry::AttemptContext& ctx) {
-        HttpRequest request = plan.request;
+        HeaderList extra;
         if (ctx.timeout.count() > 0) {
-          request.headers.emplace_back(std::string(retry::kDeadlineHeader),
-                                       retry::FormatDeadlineHeader(ctx.timeout));
+          extra.emplace_back(std::string(retry::kDeadlineHeader),
+                             retry::FormatDeadlineHeader(ctx.timeout));
         }
-        last = SendHttp(request, ctx.timeout);
-        return ToAttemptResult(last);
+        last = SendAttempt(**client, plan.request, extra, ctx.timeout);
+        return last.result;
       },
       [&](const retry::AttemptReport& r) {
         if (plan.verbose) Verbose(plan, r, last);
@@ -219,7 +208,7 @@ int RunCall(const CallPlan& plan) {
 // Registers every option of `idem call` on `call`; returns the --seed option (to see if given).
 CLI::Option* AddCallFlags(CLI::App* call, CallFlags& flags, uint64_t& seed) {
   call->footer(kFooter);
-  call->add_option("url", flags.url, "The http:// URL to call")->required();
+  call->add_option("url", flags.url, "The http:// or https:// URL to call")->required();
   call->add_option("-X,--request", flags.method, "HTTP method (default GET, or POST with -d)");
   call->add_option("-H,--header", flags.headers, "Add a header 'Name: value' (repeatable)");
   call->add_option("-d,--data", flags.data,
@@ -234,6 +223,8 @@ CLI::Option* AddCallFlags(CLI::App* call, CallFlags& flags, uint64_t& seed) {
   call->add_flag("--json", flags.json,
                  "Print one JSON line instead of the body: exit_code, status, attempts, stop, "
                  "stop_text, elapsed_ms, key (the body goes to -o FILE if given)");
+  call->add_option("--cacert", flags.cacert,
+                   "Trust the CA certificates in this PEM file too (https; default: system only)");
   call->add_option("--key", flags.key,
                    "Idempotency-Key to send (default: a new UUIDv7 for POST and PATCH)");
   call->add_flag("--no-key", flags.no_key, "Send no key; POST and PATCH are then never retried");

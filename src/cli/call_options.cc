@@ -213,7 +213,8 @@ absl::StatusOr<CallPlan> MakeCallPlan(const CallFlags& f) {
   IDEM_RETURN_IF_ERROR(CheckCounts(f));
   CallPlan plan;
   plan.url = f.url;
-  IDEM_ASSIGN_OR_RETURN(plan.request.target, ParseHttpUrl(f.url));
+  IDEM_ASSIGN_OR_RETURN(plan.request.url, http::ParseUrl(f.url));
+  plan.cacert = f.cacert;
   if (f.method.has_value() && f.method->empty()) {
     return absl::InvalidArgumentError("-X is empty: name the method, such as -X POST");
   }

@@ -6,15 +6,27 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cli/call_http.h"
 #include "cli/call_output.h"
+#include "http/url.h"
 #include "idem/retry/backoff.h"
 #include "idem/retry/retry_policy.h"
 
 namespace idem::cli {
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+// The request every attempt sends.
+struct CallRequest {
+  std::string method;
+  http::Url url;
+  HeaderList headers;  // sent as given, after Host and User-Agent
+  std::string body;
+  bool has_body = false;
+};
 
 // The flags as typed, before any checking.
 struct CallFlags {
@@ -25,6 +37,7 @@ struct CallFlags {
   std::optional<std::string> data_binary;  // --data-binary: the same as -d (curl's name)
   std::optional<std::string> key;          // --key (given empty: an error, never a fresh key)
   bool no_key = false;                     // --no-key
+  std::string cacert;  // --cacert FILE: CA certificates trusted besides the system's
   int retries = 3;
   std::string backoff = "full";
   std::string base = "100ms";
@@ -46,8 +59,9 @@ struct CallFlags {
 
 // Everything one run needs, checked.
 struct CallPlan {
-  HttpRequest request;
+  CallRequest request;
   std::string url;
+  std::string cacert;  // PEM file of extra trusted CA certificates; empty: the system store only
   std::optional<std::string> key;  // the key text; sent on every attempt when set
   bool key_generated = false;
   retry::RetryPolicyOptions policy;
@@ -65,7 +79,7 @@ struct CallPlan {
 // Returns the plan, or InvalidArgument with a message naming the flag and what to fix (bad
 // durations, negative or non-finite counts, a malformed header, an unreadable -d @file or a
 // directory, --key with --no-key, an empty --key, -X or Idempotency-Key header, two
-// Idempotency-Key headers).
+// Idempotency-Key headers, a URL that is not http:// or https:// or whose port is not 1 to 65535).
 absl::StatusOr<CallPlan> MakeCallPlan(const CallFlags& flags);
 
 // Returns `key` as a Structured Fields string, the Idempotency-Key form of the IETF draft:

@@ -22,33 +22,20 @@ const std::string* Header(const CallPlan& plan, const std::string& name) {
   return nullptr;
 }
 
-TEST(ParseHttpUrl, SplitsHostPortAndTarget) {
-  HttpTarget t = *ParseHttpUrl("http://127.0.0.1:8080/orders?x=1");
-  EXPECT_EQ(t.host, "127.0.0.1");
-  EXPECT_EQ(t.port, "8080");
-  EXPECT_EQ(t.target, "/orders?x=1");
-  EXPECT_EQ(t.authority, "127.0.0.1:8080");
+TEST(MakeCallPlan, UrlIsSplitForTheClient) {
+  CallPlan plan = *MakeCallPlan(Flags("https://[::1]:9443/orders?x=1"));
+  EXPECT_TRUE(plan.request.url.origin.tls());
+  EXPECT_EQ(plan.request.url.origin.host, "::1");
+  EXPECT_EQ(plan.request.url.origin.port, 9443);
+  EXPECT_EQ(plan.request.url.target, "/orders?x=1");
+  EXPECT_EQ(plan.request.url.authority, "[::1]:9443");
 }
 
-TEST(ParseHttpUrl, DefaultsToPort80AndRootPath) {
-  HttpTarget t = *ParseHttpUrl("http://example.test");
-  EXPECT_EQ(t.port, "80");
-  EXPECT_EQ(t.target, "/");
-}
-
-TEST(ParseHttpUrl, TakesIpv6LiteralsWithoutBrackets) {
-  HttpTarget t = *ParseHttpUrl("http://[::1]:9000/");
-  EXPECT_EQ(t.host, "::1");
-  EXPECT_EQ(t.authority, "[::1]:9000");
-}
-
-TEST(ParseHttpUrl, RejectsHttpsOtherSchemesAndNonUrls) {
-  for (const char* bad : {"https://a/", "ftp://a/", "127.0.0.1:8080/x", "not a url", "http:///x",
-                          "http://user:pw@a/"}) {
-    EXPECT_EQ(ParseHttpUrl(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+TEST(MakeCallPlan, OtherSchemesNonUrlsAndBadPortsAreRefused) {
+  for (const char* bad : {"ftp://a/", "127.0.0.1:8080/x", "not a url", "http:///x",
+                          "http://user:pw@a/", "http://a:99999/", "http://a:0/", "http://a:x/"}) {
+    EXPECT_EQ(MakeCallPlan(Flags(bad)).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
-  EXPECT_NE(ParseHttpUrl("https://a/").status().message().find("not supported"),
-            std::string_view::npos);
 }
 
 TEST(MakeCallPlan, DataMakesAPostWithAGeneratedQuotedKey) {

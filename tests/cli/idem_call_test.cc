@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "http/test_server.h"
 #include "idem_process.h"
 #include "test_http_server.h"
 
@@ -160,6 +161,62 @@ TEST(IdemCall, UnreachableHostExits3AfterRetries) {
   EXPECT_NE(r.err.find("3 attempts"), std::string::npos) << r.err;
 }
 
+// Issue 12 item 3: a 1xx interim answer is not the final one.
+TEST(IdemCall, EarlyHintsThen503IsRetriedAndExits1) {
+  TestHttpServer server;
+  CallRun r = Idem(Fast({"call", "--retries", "2", "-d", "x", server.Url("/early-hints-503")}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(server.requests().size(), 3u);
+  EXPECT_EQ(r.out, "down");
+}
+
+TEST(IdemCall, ContinueThen500IsRetriedAndExits1) {
+  TestHttpServer server;
+  CallRun r = Idem(Fast({"call", "--retries", "1", "-i", server.Url("/continue-500")}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(server.requests().size(), 2u);
+  EXPECT_EQ(r.out.rfind("HTTP/1.1 500 Internal Server Error\r\n", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.substr(r.out.size() - 6), "broken");
+}
+
+// Issue 12 item 4: a port out of range is refused, never wrapped around or dialled.
+TEST(IdemCall, PortOutOfRangeIsAUsageError) {
+  for (const char* url : {"http://127.0.0.1:99999/pay", "http://127.0.0.1:65536/pay",
+                          "http://127.0.0.1:0/pay", "http://127.0.0.1:8o8o/pay"}) {
+    CallRun r = Idem({"call", "-d", "x=1", url});
+    EXPECT_EQ(r.exit_code, 2) << url << ": " << r.err;
+    EXPECT_NE(r.err.find("port"), std::string::npos) << url << ": " << r.err;
+  }
+}
+
+TEST(IdemCall, HttpsWithTheServersCaAddedSucceeds) {
+  http::testing::TestCertificate cert = http::testing::MakeTestCertificate("IP:127.0.0.1");
+  http::testing::ScriptedServer server(
+      [](const http::testing::SeenRequest&) {
+        return http::testing::ScriptedReply{http::testing::Ok("paid")};
+      },
+      &cert);
+  CallRun r = Idem(Fast({"call", "--cacert", cert.ca_file, "-d", "x=1", server.Url("/pay")}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "paid");
+  ASSERT_EQ(server.requests().size(), 1u);
+  EXPECT_EQ(server.requests()[0].body, "x=1");
+  EXPECT_FALSE(server.requests()[0].idempotency_key.empty());
+}
+
+TEST(IdemCall, HttpsServerOfAnUnknownCaIsRefusedWithNothingSent) {
+  http::testing::TestCertificate cert = http::testing::MakeTestCertificate("IP:127.0.0.1");
+  http::testing::ScriptedServer server(
+      [](const http::testing::SeenRequest&) {
+        return http::testing::ScriptedReply{http::testing::Ok("paid")};
+      },
+      &cert);
+  CallRun r = Idem(Fast({"call", "--retries", "0", "-d", "x=1", server.Url("/pay")}));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("certificate"), std::string::npos) << r.err;
+  EXPECT_TRUE(server.requests().empty());
+}
+
 TEST(IdemCall, IncludePrintsStatusLineAndHeaders) {
   TestHttpServer server;
   CallRun r = Idem({"call", "-i", server.Url("/ok")});
@@ -180,7 +237,8 @@ TEST(IdemCall, BadInputIsAUsageErrorWithAClearMessage) {
       {{"call", "--retries", "-1", "http://127.0.0.1:1/"}, "--retries must be 0 or more"},
       {{"call", "--backoff", "random", "http://127.0.0.1:1/"}, "unknown backoff"},
       {{"call", "--base", "2s", "--cap", "1s", "http://127.0.0.1:1/"}, "at least the base"},
-      {{"call", "https://127.0.0.1:1/"}, "https:// is not supported"},
+      {{"call", "ftp://127.0.0.1:1/"}, "use http:// or https://"},
+      {{"call", "--cacert", "/nonexistent/ca.pem", "https://127.0.0.1:1/"}, "/nonexistent/ca.pem"},
       {{"call", "-H", "NoColon", "http://127.0.0.1:1/"}, "'Name: value'"},
       {{"call", "--key", "a b", "http://127.0.0.1:1/"}, "--key"},
       {{"call", "--key", "k", "--no-key", "http://127.0.0.1:1/"}, "contradict"},

@@ -113,6 +113,13 @@ std::string TestHttpServer::Answer(const std::string& path, const std::string& q
     return Response(200, "OK", "", "ok");
   }
   if (path == "/bad-request") return Response(400, "Bad Request", "", "bad");
+  if (path == "/early-hints-503") {
+    return "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" +
+           Response(503, "Service Unavailable", "", "down");
+  }
+  if (path == "/continue-500") {
+    return "HTTP/1.1 100 Continue\r\n\r\n" + Response(500, "Internal Server Error", "", "broken");
+  }
   if (path == "/slow") {
     // Promises 1000 bytes and sends 10: the answer never completes.
     return "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789";

@@ -6,6 +6,8 @@
 //   /never              503 with `Idem-Retry: never`
 //   /retry-after        503 with `Retry-After: 1` the first time, then 200 "ok"
 //   /bad-request        400 "bad"
+//   /early-hints-503    103 Early Hints, then 503 "down"
+//   /continue-500       100 Continue, then 500 "broken"
 //   /slow               sends headers and part of a body, then never finishes
 // Thread-safety: requests() may be called from the test thread while the server runs.
 #ifndef IDEM_TESTS_CLI_TEST_HTTP_SERVER_H_
