@@ -65,6 +65,8 @@ int ExitCodeFor(const retry::RetryOutcome& o) {
     case StopReason::kAttemptsExhausted:
       if (o.last.kind == Kind::kResponse) return kExitHttpError;
       return o.last.kind == Kind::kTimedOut ? kExitDeadline : kExitConnect;
+    case StopReason::kNotRetryable:  // no usable answer: unknown host, too large, not HTTP
+      return kExitConnect;
     case StopReason::kRetry:  // not a stop; cannot happen
     case StopReason::kDoNotRetry:
     case StopReason::kUnsafe:

@@ -34,6 +34,8 @@ std::string_view StopReasonToken(retry::StopReason reason) {
       return "budget";
     case StopReason::kCircuitOpen:
       return "circuit_open";
+    case StopReason::kNotRetryable:
+      return "not_retryable";
   }
   return "unknown";
 }

@@ -50,6 +50,7 @@ bool IsTransientFailure(const AttemptResult& result) {
     case AttemptResult::Kind::kBroken:
       return true;
     case AttemptResult::Kind::kNotSent:
+    case AttemptResult::Kind::kPermanent:
       return false;
   }
   return false;
@@ -77,6 +78,8 @@ std::string_view StopReasonText(StopReason reason) {
       return "retry budget spent";
     case StopReason::kCircuitOpen:
       return "circuit breaker open";
+    case StopReason::kNotRetryable:
+      return "a failure retrying cannot change, so not retried";
   }
   return "unknown";
 }
@@ -101,6 +104,7 @@ Decision RetryPolicy::Decide(const RequestTraits& request, const AttemptResult& 
     return {result.status < 400 ? StopReason::kSucceeded : StopReason::kFinalAnswer, Millis(0)};
   }
   if (result.kind == AttemptResult::Kind::kNotSent) return {StopReason::kCircuitOpen, Millis(0)};
+  if (result.kind == AttemptResult::Kind::kPermanent) return {StopReason::kNotRetryable, Millis(0)};
   if (result.do_not_retry) return {StopReason::kDoNotRetry, Millis(0)};
   if (!request.has_key && !IsIdempotentMethod(request.method)) {
     return {StopReason::kUnsafe, Millis(0)};

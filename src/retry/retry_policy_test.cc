@@ -41,6 +41,17 @@ TEST(RetryPolicy, RetriesConnectionFailuresTimeoutsAndBrokenAnswers) {
   }
 }
 
+// Issue 12: an unknown host and a too-large or malformed answer were retried as if transient.
+TEST(RetryPolicy, NeverRetriesAPermanentFailure) {
+  const RetryPolicy p = Policy();
+  EXPECT_FALSE(IsTransientFailure(Failure(Kind::kPermanent)));
+  for (const RequestTraits& request : {kGet, kPostKeyed}) {
+    const Decision d = p.Decide(request, Failure(Kind::kPermanent), 1, Millis(0), Millis(10));
+    EXPECT_EQ(d.reason, StopReason::kNotRetryable);
+    EXPECT_FALSE(d.retry());
+  }
+}
+
 TEST(RetryPolicy, NeverRetriesANonIdempotentMethodWithoutKey) {
   const RetryPolicy p = Policy();
   EXPECT_EQ(p.Decide(kPostBare, Status(503), 1, Millis(0), Millis(1)).reason, StopReason::kUnsafe);

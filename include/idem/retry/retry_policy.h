@@ -42,8 +42,10 @@ struct AttemptResult {
     kResponse,       // a complete HTTP answer (any status)
     kConnectFailed,  // DNS failure or connection refused: nothing reached the server
     kTimedOut,       // the attempt's time ran out (connect, send or receive)
-    kBroken,         // the connection broke or the answer was malformed
+    kBroken,         // the connection broke or the answer was cut short
     kNotSent,        // refused locally before sending (an open circuit)
+    kPermanent,      // a failure no retry can change: the host does not exist (NXDOMAIN), the
+                     // answer was larger than allowed or was not HTTP
   };
   Kind kind = Kind::kNotSent;
   int status = 0;                     // kResponse only
@@ -66,6 +68,7 @@ enum class StopReason {
   kRetryAfterTooLong,  // the server asked to wait longer than max_retry_after
   kBudget,             // the retry budget is spent
   kCircuitOpen,        // the circuit breaker refused the attempt
+  kNotRetryable,       // a failure retrying cannot change (AttemptResult::Kind::kPermanent)
 };
 
 // Returns a short lower-case phrase for `reason`, for logs and messages.
