@@ -84,8 +84,8 @@ const char* WhatToDo(const absl::Status& status) {
 // An effect outside the database (an HTTP call to a payment provider, say): the claim commits
 // on its own with a lease, the call runs, the outcome is recorded with the claim's fence.
 absl::StatusOr<idem::GuardResult> ChargeOnce(idem::LeaseGuard& guard, const std::string& key) {
-  auto acquired = guard.Acquire({.tenant = "shop", .key = key},
-                                idem::Sha256Hex("POST /charges amount=500"));
+  auto acquired =
+      guard.Acquire({.tenant = "shop", .key = key}, idem::Sha256Hex("POST /charges amount=500"));
   if (!acquired.ok()) return acquired.status();  // Aborted: in flight; FailedPrecondition: reuse
   if (acquired->replay.has_value()) return *acquired->replay;
   idem::LeasedKey& leased = *acquired->key;

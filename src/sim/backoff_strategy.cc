@@ -6,71 +6,34 @@
 #include <cmath>
 
 #include "absl/status/status.h"
+#include "idem/retry/backoff.h"
 
 namespace idem::sim {
 namespace {
-
-// min(cap, base * 2^attempt), without overflowing for large attempts.
-double CappedExponential(const BackoffParams& params, int attempt) {
-  return std::min(params.cap_ms, std::ldexp(params.base_ms, std::min(attempt, 1000)));
-}
-
-double Uniform(double low, double high, std::mt19937_64& rng) {
-  return std::uniform_real_distribution<double>(low, high)(rng);
-}
 
 class NoBackoff final : public ClientBackoff {
  public:
   double NextDelayMs(int /*attempt*/, std::mt19937_64& /*rng*/) override { return 0; }
 };
 
-class ExponentialBackoff final : public ClientBackoff {
+// Every strategy that waits is one of the retry toolkit's schedules (idem/retry/backoff.h), so
+// the study measures the very formulas idem::retry and `idem call` use, in whole milliseconds.
+// The study's attempt counting (1 before the first retry) is passed on as the retry number.
+class ToolkitBackoff final : public ClientBackoff {
  public:
-  explicit ExponentialBackoff(const BackoffParams& params) : params_(params) {}
-  double NextDelayMs(int attempt, std::mt19937_64& /*rng*/) override {
-    return CappedExponential(params_, attempt);
-  }
-
- private:
-  BackoffParams params_;
-};
-
-class FullJitterBackoff final : public ClientBackoff {
- public:
-  explicit FullJitterBackoff(const BackoffParams& params) : params_(params) {}
+  ToolkitBackoff(retry::Jitter jitter, const BackoffParams& params)
+      : options_{.jitter = jitter,
+                 .base = Millis(std::llround(params.base_ms)),
+                 .cap = Millis(std::llround(params.cap_ms))},
+        previous_(options_.base) {}
   double NextDelayMs(int attempt, std::mt19937_64& rng) override {
-    return Uniform(0, CappedExponential(params_, attempt), rng);
+    previous_ = retry::ComputeDelay(options_, attempt, previous_, rng);
+    return static_cast<double>(previous_.count());
   }
 
  private:
-  BackoffParams params_;
-};
-
-class EqualJitterBackoff final : public ClientBackoff {
- public:
-  explicit EqualJitterBackoff(const BackoffParams& params) : params_(params) {}
-  double NextDelayMs(int attempt, std::mt19937_64& rng) override {
-    const double half = CappedExponential(params_, attempt) / 2;
-    return half + Uniform(0, half, rng);
-  }
-
- private:
-  BackoffParams params_;
-};
-
-// Grows from the previous delay rather than from the attempt number, so it keeps state.
-class DecorrelatedBackoff final : public ClientBackoff {
- public:
-  explicit DecorrelatedBackoff(const BackoffParams& params)
-      : params_(params), previous_ms_(params.base_ms) {}
-  double NextDelayMs(int /*attempt*/, std::mt19937_64& rng) override {
-    previous_ms_ = std::min(params_.cap_ms, Uniform(params_.base_ms, previous_ms_ * 3, rng));
-    return previous_ms_;
-  }
-
- private:
-  BackoffParams params_;
-  double previous_ms_;
+  retry::BackoffOptions options_;
+  Millis previous_;  // decorrelated jitter grows from the previous delay
 };
 
 }  // namespace
@@ -111,13 +74,13 @@ std::unique_ptr<ClientBackoff> MakeClientBackoff(Strategy strategy, const Backof
     case Strategy::kNone:
       return std::make_unique<NoBackoff>();
     case Strategy::kExponential:
-      return std::make_unique<ExponentialBackoff>(params);
+      return std::make_unique<ToolkitBackoff>(retry::Jitter::kNone, params);
     case Strategy::kFull:
-      return std::make_unique<FullJitterBackoff>(params);
+      return std::make_unique<ToolkitBackoff>(retry::Jitter::kFull, params);
     case Strategy::kEqual:
-      return std::make_unique<EqualJitterBackoff>(params);
+      return std::make_unique<ToolkitBackoff>(retry::Jitter::kEqual, params);
     case Strategy::kDecorrelated:
-      return std::make_unique<DecorrelatedBackoff>(params);
+      return std::make_unique<ToolkitBackoff>(retry::Jitter::kDecorrelated, params);
   }
   return std::make_unique<NoBackoff>();
 }

@@ -28,7 +28,8 @@ const char* StrategyName(Strategy strategy);
 // listing the valid names.
 absl::StatusOr<Strategy> ParseStrategy(const std::string& name);
 
-// The shared knobs of every strategy, in milliseconds.
+// The shared knobs of every strategy, in milliseconds (whole milliseconds: the delays are the
+// retry toolkit's, idem::retry::ComputeDelay, which counts in milliseconds).
 struct BackoffParams {
   double base_ms = 5;    // the first step; default 5 ms as in the study
   double cap_ms = 2000;  // no delay is ever longer; default 2 s

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <utility>
+
+#include "idem/retry/backoff.h"
 
 namespace idem::sim {
 namespace {
@@ -88,6 +91,30 @@ TEST(BackoffStrategy, SameSeedGivesSameDelays) {
     auto b = MakeClientBackoff(strategy, kStudy);
     for (int attempt = 1; attempt <= 12; ++attempt) {
       EXPECT_EQ(a->NextDelayMs(attempt, rng_a), b->NextDelayMs(attempt, rng_b));
+    }
+  }
+}
+
+// One set of formulas: each waiting strategy is the retry toolkit's schedule of the same jitter,
+// draw for draw, with the study's attempt number as the retry number.
+TEST(BackoffStrategy, WaitingStrategiesAreTheRetryToolkitsSchedules) {
+  const std::pair<Strategy, retry::Jitter> pairs[] = {
+      {Strategy::kExponential, retry::Jitter::kNone},
+      {Strategy::kFull, retry::Jitter::kFull},
+      {Strategy::kEqual, retry::Jitter::kEqual},
+      {Strategy::kDecorrelated, retry::Jitter::kDecorrelated}};
+  const retry::BackoffOptions options{.base = Millis(5), .cap = Millis(2000)};
+  for (const auto& [strategy, jitter] : pairs) {
+    std::mt19937_64 sim_rng(9);
+    std::mt19937_64 toolkit_rng(9);
+    auto backoff = MakeClientBackoff(strategy, kStudy);
+    retry::BackoffOptions toolkit = options;
+    toolkit.jitter = jitter;
+    Millis previous = toolkit.base;
+    for (int attempt = 1; attempt <= 15; ++attempt) {
+      previous = retry::ComputeDelay(toolkit, attempt, previous, toolkit_rng);
+      EXPECT_EQ(backoff->NextDelayMs(attempt, sim_rng), static_cast<double>(previous.count()))
+          << StrategyName(strategy) << " attempt " << attempt;
     }
   }
 }
