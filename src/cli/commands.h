@@ -16,6 +16,7 @@ namespace idem::cli {
 // CLI11's own parse errors.
 void AddCallCommand(CLI::App& app, int& exit_code);
 void AddSimCommand(CLI::App& app, int& exit_code);
+void AddServeCommand(CLI::App& app, int& exit_code);
 // `idem completion bash`: hidden; prints a completion script built from `app`, which must
 // outlive the parse.
 void AddCompletionCommand(CLI::App& app, int& exit_code);

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   AddHelpCommand(app, exit_code);
   idem::cli::AddCallCommand(app, exit_code);
+  idem::cli::AddServeCommand(app, exit_code);
   idem::cli::AddSimCommand(app, exit_code);
   idem::cli::AddCompletionCommand(app, exit_code);
   if (const std::string unknown = UnknownSubcommand(app, argc, argv); !unknown.empty()) {

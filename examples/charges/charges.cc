@@ -1,0 +1,196 @@
+// charges: a small, deliberately naive payments API to put `idem serve` in front of. Every POST
+// creates a new charge, so a retried POST charges twice; behind idem serve it charges once.
+//
+//   POST /charges              creates a charge: 201 {"id":"ch_N",...}, Location /charges/ch_N
+//   GET  /stats                {"calls":C,"charges":N,"held":H,"keys":[...]}: POSTs received,
+//                              charges created, requests held now, each POST's Idempotency-Key
+//   POST /release/NAME         answers every request held under NAME
+//
+// Knobs a test or a curious person sends as request headers on a POST:
+//   X-Charges-Delay-Ms: N      answer after N milliseconds
+//   X-Charges-Status: S        answer status S instead of creating a charge (e.g. 503)
+//   X-Charges-Hold: NAME       answer only once POST /release/NAME arrives
+//
+// Usage: charges [--listen 127.0.0.1:9000]. One thread; stops on SIGTERM or SIGINT.
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#pragma GCC diagnostic pop
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+struct Ledger {
+  int64_t calls = 0;
+  int64_t charges = 0;
+  int64_t held = 0;
+  json::array keys;
+  std::map<std::string, std::vector<std::shared_ptr<asio::steady_timer>>> holds;
+};
+
+Response Json(const Request& req, http::status status, const json::value& body) {
+  Response res{status, req.version()};
+  res.set(http::field::content_type, "application/json");
+  res.body() = json::serialize(body);
+  return res;
+}
+
+std::string HeaderOr(const Request& req, std::string_view name, std::string fallback) {
+  auto it = req.find(name);
+  return it == req.end() ? fallback : std::string(it->value());
+}
+
+// Waits as the knobs say before a POST is answered.
+asio::awaitable<void> Delay(Ledger& ledger, const Request& req) {
+  auto executor = co_await asio::this_coro::executor;
+  const std::string hold = HeaderOr(req, "X-Charges-Hold", "");
+  if (!hold.empty()) {
+    auto timer =
+        std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+    ledger.holds[hold].push_back(timer);
+    ++ledger.held;
+    co_await timer->async_wait(kTuple);
+    --ledger.held;
+  }
+  const long delay_ms = std::atol(HeaderOr(req, "X-Charges-Delay-Ms", "0").c_str());
+  if (delay_ms > 0) {
+    asio::steady_timer timer(executor, std::chrono::milliseconds(delay_ms));
+    co_await timer.async_wait(kTuple);
+  }
+}
+
+asio::awaitable<Response> Handle(Ledger& ledger, const Request& req) {
+  const std::string target(req.target());
+  if (req.method() == http::verb::get && target == "/stats") {
+    co_return Json(req, http::status::ok,
+                   {{"calls", ledger.calls},
+                    {"charges", ledger.charges},
+                    {"held", ledger.held},
+                    {"keys", ledger.keys}});
+  }
+  if (req.method() == http::verb::post && target.rfind("/release/", 0) == 0) {
+    auto it = ledger.holds.find(target.substr(9));
+    size_t released = 0;
+    if (it != ledger.holds.end()) {
+      for (auto& timer : it->second) timer->cancel();
+      released = it->second.size();
+      ledger.holds.erase(it);
+    }
+    co_return Json(req, http::status::ok, {{"released", released}});
+  }
+  if (req.method() != http::verb::post)
+    co_return Json(req, http::status::not_found, {{"error", "POST /charges, GET /stats"}});
+  ++ledger.calls;
+  ledger.keys.emplace_back(HeaderOr(req, "Idempotency-Key", ""));
+  co_await Delay(ledger, req);
+  const int status = std::atoi(HeaderOr(req, "X-Charges-Status", "0").c_str());
+  if (status >= 100 && status <= 599)
+    co_return Json(req, static_cast<http::status>(status), {{"error", "as asked"}});
+  const int64_t n = ++ledger.charges;
+  Response res = Json(
+      req, http::status::created,
+      {{"id", "ch_" + std::to_string(n)}, {"charge", n}, {"request_bytes", req.body().size()}});
+  res.set(http::field::location, "/charges/ch_" + std::to_string(n));
+  co_return res;
+}
+
+asio::awaitable<void> Serve(Ledger& ledger, tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  for (;;) {
+    Request req;
+    auto [ec, n] = co_await http::async_read(stream, buffer, req, kTuple);
+    if (ec) break;
+    Response res = co_await Handle(ledger, req);
+    res.keep_alive(req.keep_alive());
+    res.prepare_payload();
+    auto [wec, wn] = co_await http::async_write(stream, res, kTuple);
+    if (wec || !req.keep_alive()) break;
+  }
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+}
+
+asio::awaitable<void> Accept(Ledger& ledger, tcp::acceptor& acceptor) {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(kTuple);
+    if (ec) co_return;
+    asio::co_spawn(acceptor.get_executor(), Serve(ledger, std::move(socket)), asio::detached);
+  }
+}
+
+int Run(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    std::fprintf(stderr, "charges: --listen wants HOST:PORT, got '%s'\n", listen.c_str());
+    return 2;
+  }
+  asio::io_context ioc{1};
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(listen.substr(0, colon), ec);
+  tcp::acceptor acceptor(ioc);
+  const tcp::endpoint endpoint(address,
+                               static_cast<unsigned short>(std::atoi(listen.c_str() + colon + 1)));
+  if (!ec) acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    std::fprintf(stderr, "charges: cannot listen on %s: %s\n", listen.c_str(),
+                 ec.message().c_str());
+    return 1;
+  }
+  Ledger ledger;
+  asio::signal_set signals(ioc, SIGTERM, SIGINT);
+  signals.async_wait([&](auto, int) { ioc.stop(); });
+  asio::co_spawn(ioc, Accept(ledger, acceptor), asio::detached);
+  std::fprintf(stderr, "charges: listening on %s\n", listen.c_str());
+  ioc.run();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string listen = "127.0.0.1:9000";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--listen" && i + 1 < argc) {
+      listen = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: charges [--listen HOST:PORT]\n");
+      return 2;
+    }
+  }
+  try {
+    return Run(listen);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "charges: %s\n", e.what());
+    return 1;
+  }
+}

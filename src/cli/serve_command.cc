@@ -1,0 +1,180 @@
+// `idem serve`: the gateway that gives any HTTP API Idempotency-Key semantics (docs/gateway.md).
+// This file only turns flags into settings and wires the parts together.
+#include <fmt/format.h>
+#include <pthread.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "gateway/config_file.h"
+#include "gateway/gateway_config.h"
+#include "gateway/key_service.h"
+#include "gateway/metrics.h"
+#include "gateway/server.h"
+#include "gateway/sweeper.h"
+#include "idem/retry/duration.h"
+#include "idem/store.h"
+
+namespace idem::cli {
+namespace {
+
+// Exit codes: a contract (docs/gateway.md); never renumber.
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;  // the store, a listener or the upstream could not be set up
+constexpr int kExitUsage = 2;   // bad flag or config file, or settings that cannot run
+
+constexpr const char* kFooter = R"(Exit status:
+  0  stopped by SIGTERM or SIGINT after draining
+  1  the store cannot be opened, an address cannot be bound, the upstream does not resolve
+  2  usage error: a bad flag, duration, size or config file, or --upstream-timeout not shorter
+     than --lease
+
+Durations: 500ms, 30s, 1m, 24h. Sizes: 512, 64KiB, 1MiB.
+
+Example:
+  idem serve --listen 127.0.0.1:8080 --upstream http://127.0.0.1:9000 \
+             --store sqlite:./idem.db --admin 127.0.0.1:8081)";
+
+struct Flags {
+  std::string listen, upstream, store, admin, config, lease, upstream_timeout, retention, max_body,
+      tenant_header, log_level = "info";
+  bool require_key = false;
+  int io_threads = 0;
+  int store_threads = 0;
+};
+
+// Applies every flag given on the command line over `config` (the config file's settings).
+absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayConfig& config) {
+  auto given = [&](const char* name) { return cmd.count(name) > 0; };
+  if (given("--listen")) config.listen = f.listen;
+  if (given("--upstream")) config.upstream = f.upstream;
+  if (given("--store")) config.store = f.store;
+  if (given("--admin")) config.admin = f.admin;
+  if (given("--tenant-header")) config.tenant_header = f.tenant_header;
+  if (given("--require-key")) config.require_key = f.require_key;
+  if (given("--io-threads")) config.io_threads = f.io_threads;
+  if (given("--store-threads")) config.store_threads = f.store_threads;
+  struct DurationFlag {
+    const char* name;
+    const std::string& text;
+    Millis& into;
+  };
+  for (const DurationFlag& d :
+       {DurationFlag{"--lease", f.lease, config.lease},
+        DurationFlag{"--upstream-timeout", f.upstream_timeout, config.upstream_timeout},
+        DurationFlag{"--retention", f.retention, config.retention}}) {
+    if (!given(d.name)) continue;
+    absl::StatusOr<Millis> value = retry::ParseDuration(d.text);
+    if (!value.ok())
+      return absl::InvalidArgumentError(
+          fmt::format("{}: {}", d.name, std::string(value.status().message())));
+    d.into = *value;
+  }
+  if (given("--max-body")) {
+    absl::StatusOr<int64_t> size = gateway::ParseByteSize(f.max_body);
+    if (!size.ok())
+      return absl::InvalidArgumentError(
+          fmt::format("--max-body: {}", std::string(size.status().message())));
+    config.max_body = *size;
+  }
+  return absl::OkStatus();
+}
+
+void SetUpLogging(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("idem");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+
+// Runs the gateway until SIGTERM or SIGINT; returns the exit code.
+int Serve(const gateway::GatewayConfig& config) {
+  // Blocked in every thread (they inherit the mask); this thread waits for them below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      OpenStore(config.store, {.retention = config.retention});
+  if (!store.ok()) {
+    spdlog::error("cannot open the store {}: {}", config.store, store.status().ToString());
+    return kExitFailed;
+  }
+  std::unique_ptr<gateway::KeyService> keys =
+      gateway::NewThreadPoolKeyService(**store, SystemClock(), config.store_threads);
+  gateway::Metrics metrics;
+  absl::StatusOr<std::unique_ptr<gateway::Server>> server =
+      gateway::StartServer(config, **store, *keys, metrics);
+  if (!server.ok()) {
+    spdlog::error("{}", std::string(server.status().message()));
+    return kExitFailed;
+  }
+  gateway::Sweeper sweeper(**store, metrics, std::min<Millis>(config.retention, 60s));
+  sweeper.Start();
+  spdlog::info("idem serve: listening on {}, forwarding to {}, keys in {}{}",
+               (*server)->listen_address(), config.upstream, config.store,
+               config.admin.empty() ? "" : ", admin on " + (*server)->admin_address());
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  spdlog::info("{}: no new connections; finishing requests in flight (at most {})",
+               signal == SIGTERM ? "SIGTERM" : "SIGINT",
+               retry::FormatDuration(config.drain_timeout));
+  sweeper.Stop();
+  (*server)->Shutdown(config.drain_timeout);
+  spdlog::info("idem serve stopped");
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "serve", "Run the gateway that gives an HTTP API Idempotency-Key semantics");
+  cmd->footer(kFooter);
+  auto f = std::make_shared<Flags>();
+  cmd->add_option("--listen", f->listen, "HOST:PORT to accept requests on");
+  cmd->add_option("--upstream", f->upstream, "http://HOST:PORT[/prefix] to forward requests to");
+  cmd->add_option("--store", f->store, "Key store: sqlite:PATH or postgresql://...");
+  cmd->add_option("--admin", f->admin, "HOST:PORT for /healthz, /readyz and /metrics");
+  cmd->add_option("--config", f->config, "TOML file with these settings and [[route]] tables");
+  cmd->add_option("--lease", f->lease, "How long a claim holds without a heartbeat (30s)");
+  cmd->add_option("--upstream-timeout", f->upstream_timeout,
+                  "Longest upstream call; must be shorter than --lease (10s)");
+  cmd->add_option("--retention", f->retention, "How long outcomes are replayed (24h)");
+  cmd->add_option("--max-body", f->max_body, "Largest guarded request body (1MiB)");
+  cmd->add_flag("--require-key", f->require_key, "POST and PATCH without a key get 400");
+  cmd->add_option("--tenant-header", f->tenant_header, "Header naming the tenant of a key");
+  cmd->add_option("--io-threads", f->io_threads, "io threads (default: one per core)");
+  cmd->add_option("--store-threads", f->store_threads, "Threads calling the store (4)");
+  cmd->add_option("--log-level", f->log_level, "trace, debug, info, warn, error (info)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  cmd->callback([cmd, f, &exit_code] {
+    SetUpLogging(f->log_level);
+    gateway::GatewayConfig config;
+    if (!f->config.empty()) {
+      absl::StatusOr<gateway::GatewayConfig> loaded = gateway::LoadConfigFile(f->config, config);
+      if (!loaded.ok()) {
+        std::fprintf(stderr, "idem serve: %s\n", std::string(loaded.status().message()).c_str());
+        exit_code = kExitUsage;
+        return;
+      }
+      config = *std::move(loaded);
+    }
+    absl::Status s = ApplyFlags(*f, *cmd, config);
+    if (s.ok()) s = gateway::ValidateConfig(config);
+    if (!s.ok()) {
+      std::fprintf(stderr, "idem serve: %s\n", std::string(s.message()).c_str());
+      exit_code = kExitUsage;
+      return;
+    }
+    exit_code = Serve(config);
+  });
+}
+
+}  // namespace idem::cli

@@ -1,0 +1,23 @@
+#include "gateway/gateway_context.h"
+
+#include <memory>
+
+namespace idem::gateway {
+
+asio::awaitable<KeyOpResult> AwaitKeyOp(GatewayContext& ctx, KeyOp op) {
+  const auto start = std::chrono::steady_clock::now();
+  auto executor = co_await asio::this_coro::executor;
+  KeyOpResult result =
+      co_await asio::async_initiate<decltype(asio::use_awaitable), void(KeyOpResult)>(
+          [&ctx, executor](auto handler, KeyOp pending) {
+            // KeyService::Done is copyable; the coroutine's handler is move-only.
+            auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+            ctx.keys.Submit(std::move(pending), executor,
+                            [shared](KeyOpResult r) mutable { (*shared)(std::move(r)); });
+          },
+          asio::use_awaitable, std::move(op));
+  ctx.metrics.store_seconds.Observe(std::chrono::steady_clock::now() - start);
+  co_return result;
+}
+
+}  // namespace idem::gateway

@@ -1,0 +1,39 @@
+#include "gateway/in_flight.h"
+
+namespace idem::gateway {
+
+void InFlight::BeginRequest() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++requests_;
+}
+
+void InFlight::EndRequest() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--requests_ == 0) idle_.notify_all();
+}
+
+uint64_t InFlight::HoldKey(const Scope& scope, int64_t fence) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t ticket = next_ticket_++;
+  keys_.emplace(ticket, HeldKey{scope, fence});
+  return ticket;
+}
+
+void InFlight::ForgetKey(uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(mu_);
+  keys_.erase(ticket);
+}
+
+bool InFlight::WaitIdle(std::chrono::milliseconds bound) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_.wait_for(lock, bound, [this] { return requests_ == 0; });
+}
+
+std::vector<InFlight::HeldKey> InFlight::HeldKeys() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<HeldKey> out;
+  for (const auto& [ticket, key] : keys_) out.push_back(key);
+  return out;
+}
+
+}  // namespace idem::gateway

@@ -1,0 +1,84 @@
+#include "gateway/metrics.h"
+
+#include <fmt/format.h>
+
+namespace idem::gateway {
+
+std::string_view DecisionName(Decision decision) {
+  switch (decision) {
+    case Decision::kExecuted:
+      return "executed";
+    case Decision::kReplayed:
+      return "replayed";
+    case Decision::kInFlight:
+      return "in_flight_conflict";
+    case Decision::kMismatch:
+      return "mismatch";
+    case Decision::kInvalid:
+      return "invalid";
+    case Decision::kTransient:
+      return "transient";
+    case Decision::kUpstreamError:
+      return "upstream_error";
+    case Decision::kStoreUnavailable:
+      return "store_unavailable";
+    case Decision::kPassThrough:
+      return "pass_through";
+    case Decision::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+void Histogram::Observe(std::chrono::steady_clock::duration took) {
+  const double seconds = std::chrono::duration<double>(took).count();
+  size_t i = 0;
+  while (i < kBounds.size() && seconds > kBounds[i]) ++i;
+  buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_micros_.fetch_add(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()),
+      std::memory_order_relaxed);
+}
+
+void Histogram::Render(std::string_view name, std::string_view help, std::string& out) const {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < kBounds.size(); ++i) {
+    cumulative += buckets_[i].load(std::memory_order_relaxed);
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, kBounds[i], cumulative);
+  }
+  cumulative += buckets_[kBounds.size()].load(std::memory_order_relaxed);
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, cumulative);
+  out += fmt::format("{}_sum {}\n", name,
+                     static_cast<double>(sum_micros_.load(std::memory_order_relaxed)) / 1e6);
+  out += fmt::format("{}_count {}\n", name, cumulative);
+}
+
+std::string Metrics::Render() const {
+  std::string out =
+      "# HELP idem_requests_total Requests by what the gateway decided.\n"
+      "# TYPE idem_requests_total counter\n";
+  for (size_t i = 0; i < decisions_.size(); ++i) {
+    out += fmt::format("idem_requests_total{{decision=\"{}\"}} {}\n",
+                       DecisionName(static_cast<Decision>(i)),
+                       decisions_[i].load(std::memory_order_relaxed));
+  }
+  request_seconds.Render("idem_request_duration_seconds",
+                         "Time from a request's arrival to its answer.", out);
+  upstream_seconds.Render("idem_upstream_duration_seconds", "Time of one upstream exchange.", out);
+  store_seconds.Render("idem_store_duration_seconds", "Time of one key store operation.", out);
+  out += fmt::format(
+      "# HELP idem_keys_in_flight Keys this gateway holds while their upstream call runs.\n"
+      "# TYPE idem_keys_in_flight gauge\nidem_keys_in_flight {}\n"
+      "# HELP idem_open_connections Client connections open now.\n"
+      "# TYPE idem_open_connections gauge\nidem_open_connections {}\n"
+      "# HELP idem_heartbeats_total Lease extensions sent for keys in flight.\n"
+      "# TYPE idem_heartbeats_total counter\nidem_heartbeats_total {}\n"
+      "# HELP idem_swept_keys_total Expired key records deleted by the sweeper.\n"
+      "# TYPE idem_swept_keys_total counter\nidem_swept_keys_total {}\n",
+      keys_in_flight.load(), open_connections.load(), heartbeats.load(), swept.load());
+  return out;
+}
+
+}  // namespace idem::gateway

@@ -1,0 +1,221 @@
+#include "gateway/server.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#pragma GCC diagnostic pop
+
+#include "gateway/admin.h"
+#include "gateway/gateway_context.h"
+#include "gateway/session.h"
+#include "gateway/upstream_pool.h"
+#include "idem/uuid.h"
+
+namespace idem::gateway {
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+constexpr size_t kMaxIdleUpstream = 256;  // idle upstream connections kept per io thread
+
+void LogException(std::exception_ptr e) {
+  if (!e) return;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    spdlog::error("connection handler failed: {}", ex.what());
+  }
+}
+
+// Parses HOST:PORT ([v6]:PORT too).
+absl::StatusOr<tcp::endpoint> ParseEndpoint(std::string_view text, std::string_view flag) {
+  const size_t colon = text.rfind(':');
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} '{}': {}; write HOST:PORT with a numeric address, e.g. 127.0.0.1:8080",
+                    flag, text, why));
+  };
+  if (colon == std::string_view::npos) return bad("no port");
+  std::string host(text.substr(0, colon));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  int port = -1;
+  const std::string_view port_text = text.substr(colon + 1);
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535)
+    return bad("the port must be 0-65535");
+  beast::error_code address_ec;
+  const auto address = asio::ip::make_address(host.empty() ? "0.0.0.0" : host, address_ec);
+  if (address_ec) return bad("the host must be a numeric IP address");
+  return tcp::endpoint(address, static_cast<unsigned short>(port));
+}
+
+absl::Status Listen(tcp::acceptor& acceptor, const tcp::endpoint& endpoint, std::string_view flag) {
+  beast::error_code ec;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    return absl::UnavailableError(fmt::format(
+        "{} {}: cannot listen: {}", flag,
+        fmt::format("{}:{}", endpoint.address().to_string(), endpoint.port()), ec.message()));
+  return absl::OkStatus();
+}
+
+std::string AddressOf(const tcp::acceptor& acceptor) {
+  if (!acceptor.is_open()) return "";
+  beast::error_code ec;
+  const tcp::endpoint e = acceptor.local_endpoint(ec);
+  if (ec) return "";
+  return e.address().is_v6() ? fmt::format("[{}]:{}", e.address().to_string(), e.port())
+                             : fmt::format("{}:{}", e.address().to_string(), e.port());
+}
+
+struct Worker {
+  asio::io_context ioc{1};
+  std::unique_ptr<UpstreamPool> pool;
+  std::thread thread;
+};
+
+class ServerImpl final : public Server {
+ public:
+  ServerImpl(const GatewayConfig& config, Store& store, KeyService& keys, Metrics& metrics)
+      : store_(store),
+        ctx_{.config = config, .keys = keys, .metrics = metrics, .in_flight = in_flight_} {
+    ctx_.owner = fmt::format("idem-serve-{}-{}", getpid(), NewUuidV7().substr(24));
+  }
+  ~ServerImpl() override { Shutdown(0ms); }
+
+  absl::Status Init();
+  std::string listen_address() const override { return listen_address_; }
+  std::string admin_address() const override { return admin_address_; }
+  void Shutdown(Millis drain) override;
+
+ private:
+  asio::awaitable<void> AcceptLoop();
+
+  Store& store_;
+  InFlight in_flight_;
+  GatewayContext ctx_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::optional<tcp::acceptor> acceptor_;
+  std::optional<tcp::acceptor> admin_;
+  std::string listen_address_;
+  std::string admin_address_;
+  bool stopped_ = false;
+};
+
+absl::Status ServerImpl::Init() {
+  absl::StatusOr<UpstreamTarget> target = ParseUpstreamUrl(ctx_.config.upstream);
+  if (!target.ok()) return target.status();
+  absl::StatusOr<tcp::endpoint> listen = ParseEndpoint(ctx_.config.listen, "--listen");
+  if (!listen.ok()) return listen.status();
+  const int threads = ctx_.config.io_threads > 0
+                          ? ctx_.config.io_threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+  asio::io_context& first = workers_.front()->ioc;
+  tcp::resolver resolver(first);
+  beast::error_code ec;
+  tcp::resolver::results_type endpoints = resolver.resolve(target->host, target->port, ec);
+  if (ec)
+    return absl::UnavailableError(fmt::format("--upstream {}: cannot resolve '{}': {}",
+                                              ctx_.config.upstream, target->host, ec.message()));
+  for (auto& w : workers_)
+    w->pool = std::make_unique<UpstreamPool>(w->ioc, *target, endpoints, kMaxIdleUpstream);
+  acceptor_.emplace(first);
+  if (absl::Status s = Listen(*acceptor_, *listen, "--listen"); !s.ok()) return s;
+  listen_address_ = AddressOf(*acceptor_);
+  if (!ctx_.config.admin.empty()) {
+    absl::StatusOr<tcp::endpoint> admin = ParseEndpoint(ctx_.config.admin, "--admin");
+    if (!admin.ok()) return admin.status();
+    admin_.emplace(first);
+    if (absl::Status s = Listen(*admin_, *admin, "--admin"); !s.ok()) return s;
+    admin_address_ = AddressOf(*admin_);
+    asio::co_spawn(first, AcceptAdmin(ctx_, *workers_.front()->pool, *admin_), LogException);
+  }
+  asio::co_spawn(first, AcceptLoop(), LogException);
+  for (auto& w : workers_) {
+    w->thread = std::thread([ioc = &w->ioc] {
+      auto guard = asio::make_work_guard(*ioc);
+      ioc->run();
+    });
+  }
+  return absl::OkStatus();
+}
+
+asio::awaitable<void> ServerImpl::AcceptLoop() {
+  size_t next = 0;
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  for (;;) {
+    Worker& w = *workers_[next++ % workers_.size()];
+    auto [ec, socket] = co_await acceptor_->async_accept(w.ioc, kTuple);
+    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) co_return;
+    if (ec) {
+      // Out of descriptors or similar: wait a little instead of spinning.
+      spdlog::warn("accept failed: {}", ec.message());
+      pause.expires_after(10ms);
+      co_await pause.async_wait(kTuple);
+      continue;
+    }
+    if (ctx_.metrics.open_connections.load(std::memory_order_relaxed) >=
+        ctx_.config.max_connections) {
+      beast::error_code ignored;
+      socket.close(ignored);  // over the connection limit: refused at once
+      continue;
+    }
+    asio::co_spawn(w.ioc, ServeConnection(ctx_, *w.pool, std::move(socket)), LogException);
+  }
+}
+
+void ServerImpl::Shutdown(Millis drain) {
+  if (stopped_) return;
+  stopped_ = true;
+  ctx_.draining = true;
+  if (!workers_.empty()) {
+    asio::post(workers_.front()->ioc, [this] {
+      beast::error_code ignored;
+      if (acceptor_) acceptor_->close(ignored);
+    });
+  }
+  if (!in_flight_.WaitIdle(drain))
+    spdlog::warn("requests still running after the {} ms drain bound; stopping them",
+                 drain.count());
+  if (admin_)
+    asio::post(workers_.front()->ioc, [this] {
+      beast::error_code ignored;
+      admin_->close(ignored);
+    });
+  for (auto& w : workers_) w->ioc.stop();
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+  ctx_.keys.Shutdown();
+  for (const InFlight::HeldKey& held : in_flight_.HeldKeys()) {
+    absl::Status released = store_.Release(held.scope, held.fence);
+    spdlog::info("released key '{}' (fence {}) held at shutdown: {}", held.scope.key, held.fence,
+                 released.ok() ? std::string("ok") : released.ToString());
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> StartServer(const GatewayConfig& config, Store& store,
+                                                    KeyService& keys, Metrics& metrics) {
+  auto server = std::make_unique<ServerImpl>(config, store, keys, metrics);
+  if (absl::Status s = server->Init(); !s.ok()) return s;
+  return server;
+}
+
+}  // namespace idem::gateway

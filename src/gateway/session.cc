@@ -1,0 +1,199 @@
+#include "gateway/session.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/as_tuple.hpp>
+#pragma GCC diagnostic pop
+
+#include "gateway/forward.h"
+#include "gateway/guard_outcome.h"
+#include "gateway/guarded_call.h"
+#include "gateway/problem_json.h"
+#include "gateway/request_decision.h"
+
+namespace idem::gateway {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+constexpr uint32_t kHeaderLimit = 64 * 1024;
+constexpr Millis kLinger = 2s;
+
+std::vector<Header> HeadersOf(const http::fields& fields) {
+  std::vector<Header> out;
+  for (const auto& f : fields)
+    out.push_back({std::string(f.name_string()), std::string(f.value())});
+  return out;
+}
+
+// The client's X-Request-Id when it is short and printable, else a new one.
+std::string RequestId(const http::fields& fields) {
+  auto it = fields.find("X-Request-Id");
+  if (it != fields.end() && !it->value().empty() && it->value().size() <= 64 &&
+      std::all_of(it->value().begin(), it->value().end(),
+                  [](char c) { return c > 0x20 && c < 0x7f; }))
+    return std::string(it->value());
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{:x}-{}", static_cast<unsigned>(getpid()),
+                     counter.fetch_add(1, std::memory_order_relaxed) + 1);
+}
+
+StoredResponse RequestProblem(absl::Status status) {
+  return ProblemResponse(ProblemFor(status, Origin::kRequest));
+}
+
+struct Outcome {
+  bool keep_alive = false;
+  Decision decision = Decision::kInvalid;
+  int status = 0;
+};
+
+// Reads the body of a guarded request, then claims, forwards and records it.
+asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool,
+                                       beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                       http::request_parser<http::empty_body>& head,
+                                       const Route& route, const std::string& id) {
+  const unsigned version = head.get().version();
+  const bool keep_alive = head.get().keep_alive() && !ctx.draining;
+  const auto too_large = absl::ResourceExhaustedError(fmt::format(
+      "the request body is larger than the gateway's limit of {} bytes; send a smaller body",
+      ctx.config.max_body));
+  if (head.content_length().value_or(0) > static_cast<uint64_t>(ctx.config.max_body)) {
+    StoredResponse r = RequestProblem(too_large);
+    co_await Answer(stream, r, version, false, ctx.config.body_timeout);
+    co_return Outcome{false, Decision::kInvalid, r.status};
+  }
+  http::request_parser<http::string_body> parser(std::move(head));
+  parser.body_limit(static_cast<uint64_t>(ctx.config.max_body));
+  stream.expires_after(ctx.config.body_timeout);
+  auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
+  if (ec == http::error::body_limit || ec == beast::error::timeout) {
+    StoredResponse r = RequestProblem(
+        ec == http::error::body_limit
+            ? too_large
+            : absl::DeadlineExceededError(
+                  fmt::format("the request body did not arrive within {} ms; nothing was forwarded",
+                              ctx.config.body_timeout.count())));
+    co_await Answer(stream, r, version, false, ctx.config.body_timeout);
+    co_return Outcome{false, Decision::kInvalid, r.status};
+  }
+  if (ec) co_return Outcome{false, Decision::kInvalid, 0};  // truncated body: nothing to answer
+  http::request<http::string_body> request = parser.release();
+  const std::vector<Header> headers = HeadersOf(request.base());
+  const RequestView view{.method = request.method_string(),
+                         .target = request.target(),
+                         .headers = &headers,
+                         .body = request.body()};
+  absl::StatusOr<std::optional<GuardedRequest>> guarded = DecideGuarded(ctx.config, route, view);
+  GuardedAnswer answer;
+  if (!guarded.ok()) {
+    answer = {RequestProblem(guarded.status()), Decision::kInvalid};
+  } else if (!guarded->has_value()) {
+    answer = co_await ForwardUnguarded(ctx, pool, std::move(request));
+  } else {
+    answer = co_await RunGuarded(ctx, pool, route, **guarded, std::move(request), id);
+  }
+  const bool keep =
+      co_await Answer(stream, answer.response, version, keep_alive, ctx.config.body_timeout);
+  co_return Outcome{keep, answer.decision, answer.response.status};
+}
+
+// Handles one request whose header `head` holds; returns what happened.
+asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool,
+                                       beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                       http::request_parser<http::empty_body>& head,
+                                       const std::string& id) {
+  const std::vector<Header> headers = HeadersOf(head.get().base());
+  const RequestView view{
+      .method = head.get().method_string(), .target = head.get().target(), .headers = &headers};
+  const HeadDecision decision = DecideHead(ctx.config, view);
+  switch (decision.kind) {
+    case HeadDecision::Kind::kReject: {
+      StoredResponse r = RequestProblem(decision.error);
+      co_await Answer(stream, r, head.get().version(), false, ctx.config.body_timeout);
+      co_return Outcome{false, Decision::kInvalid, r.status};
+    }
+    case HeadDecision::Kind::kPassThrough: {
+      http::request_parser<http::buffer_body> relay(std::move(head));
+      relay.body_limit(boost::none);
+      const bool keep =
+          co_await RelayPassThrough(stream, buffer, relay, pool, ctx.config.upstream_timeout);
+      co_return Outcome{keep && !ctx.draining, Decision::kPassThrough, 0};
+    }
+    case HeadDecision::Kind::kGuard:
+      break;
+  }
+  co_return co_await HandleGuarded(ctx, pool, stream, buffer, head, *decision.route, id);
+}
+
+void LogRequest(const std::string& id, std::string_view method, std::string_view target,
+                const Outcome& outcome, SteadyClock::duration took) {
+  if (outcome.decision == Decision::kPassThrough && !spdlog::should_log(spdlog::level::debug))
+    return;
+  spdlog::info("{} {} {} -> {} {} in {:.1f} ms", id, method, target, outcome.status,
+               DecisionName(outcome.decision),
+               std::chrono::duration<double, std::milli>(took).count());
+}
+
+}  // namespace
+
+asio::awaitable<bool> Answer(beast::tcp_stream& stream, const StoredResponse& response,
+                             unsigned version, bool keep_alive, Millis timeout) {
+  const bool keep = co_await WriteResponse(stream, response, keep_alive, version, timeout);
+  if (keep) co_return true;
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  std::array<char, 16384> sink;
+  stream.expires_after(kLinger);
+  for (size_t drained = 0; drained < (8u << 20);) {
+    auto [ec, n] = co_await stream.async_read_some(asio::buffer(sink), kTuple);
+    if (ec) break;
+    drained += n;
+  }
+  co_return false;
+}
+
+asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool, tcp::socket socket) {
+  ctx.metrics.open_connections.fetch_add(1, std::memory_order_relaxed);
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  for (int served = 0; served < kMaxRequestsPerConnection && !ctx.draining; ++served) {
+    http::request_parser<http::empty_body> head;
+    head.header_limit(kHeaderLimit);
+    head.body_limit(boost::none);
+    stream.expires_after(ctx.config.header_timeout);
+    auto [ec, n] = co_await http::async_read_header(stream, buffer, head, kTuple);
+    if (ec) {
+      // A malformed header gets a 400; a client that closed or went quiet is just dropped.
+      if (ec.category() == http::make_error_code(http::error::end_of_stream).category() &&
+          ec != http::error::end_of_stream) {
+        const StoredResponse bad = RequestProblem(absl::InvalidArgumentError(
+            fmt::format("the request is not valid HTTP/1.1: {}", ec.message())));
+        co_await Answer(stream, bad, 11, false, ctx.config.body_timeout);
+      }
+      break;
+    }
+    const auto start = SteadyClock::now();
+    ctx.in_flight.BeginRequest();
+    const std::string id = RequestId(head.get().base());
+    const std::string method(head.get().method_string());
+    const std::string target(head.get().target());
+    const Outcome outcome = co_await HandleRequest(ctx, pool, stream, buffer, head, id);
+    ctx.in_flight.EndRequest();
+    ctx.metrics.Count(outcome.decision);
+    ctx.metrics.request_seconds.Observe(SteadyClock::now() - start);
+    LogRequest(id, method, target, outcome, SteadyClock::now() - start);
+    if (!outcome.keep_alive) break;
+  }
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  ctx.metrics.open_connections.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace idem::gateway
