@@ -31,12 +31,13 @@ if(IDEM_WITH_POSTGRES)
 endif()
 idem_package_dependency(Boost 1.81 CONFIG COMPONENTS json)
 
-# What only the program, the examples, the tests and the benchmarks need.
-find_package(Boost 1.81 CONFIG REQUIRED COMPONENTS json url)
-if(IDEM_BUILD_CLI OR IDEM_BUILD_EXAMPLES OR IDEM_BUILD_TESTS)
+# What only the program, the examples, the tests and the benchmarks need (none of it when idem
+# is a subproject that builds its libraries only).
+if(IDEM_BUILD_CLI OR IDEM_BUILD_EXAMPLES OR IDEM_BUILD_TESTS OR IDEM_BUILD_BENCH)
+  find_package(Boost 1.81 CONFIG REQUIRED COMPONENTS json url)
   find_package(CLI11 CONFIG REQUIRED)
+  find_package(spdlog CONFIG REQUIRED)
 endif()
-find_package(spdlog CONFIG REQUIRED)
 if(IDEM_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
   include(GoogleTest)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The package test: installs idem's build into an empty prefix, then builds and runs a project
 # outside the tree (tests/package/consumer, plus examples/library/library_example.cc) against
-# that prefix only, through find_package(idem) or through pkg-config.
+# that prefix only, through find_package(idem) or through pkg-config. "subproject" builds the
+# same project with idem's sources added by add_subdirectory, as FetchContent does (no install;
+# it compiles the libraries again, so CTest does not run it).
 #
-# usage: run-consumer.sh cmake|pkg-config BUILD_DIR SOURCE_DIR WORK_DIR
+# usage: run-consumer.sh cmake|pkg-config|subproject BUILD_DIR SOURCE_DIR WORK_DIR
 set -euo pipefail
 mode=$1 build=$2 source=$3 work=$4
 example=$source/examples/library/library_example.cc
@@ -11,8 +13,10 @@ example=$source/examples/library/library_example.cc
 rm -rf "$work"
 mkdir -p "$work"
 prefix=$work/prefix
-cmake --install "$build" --prefix "$prefix" >"$work/install.log"
-libdir=$(dirname "$(find "$prefix" -name 'idem.pc' -path '*/pkgconfig/*' | head -n1)")/..
+if [[ $mode != subproject ]]; then
+  cmake --install "$build" --prefix "$prefix" >"$work/install.log"
+  libdir=$(dirname "$(find "$prefix" -name 'idem.pc' -path '*/pkgconfig/*' | head -n1)")/..
+fi
 
 case $mode in
   cmake)
@@ -20,6 +24,12 @@ case $mode in
     cmake -S "$source/tests/package/consumer" -B "$work/build" -G Ninja \
       -DCMAKE_BUILD_TYPE=Debug -DCMAKE_PREFIX_PATH="$prefix" \
       -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DIDEM_EXAMPLE_SOURCE="$example"
+    cmake --build "$work/build"
+    bin=$work/build
+    ;;
+  subproject)
+    cmake -S "$source/tests/package/consumer" -B "$work/build" -G Ninja \
+      -DCMAKE_BUILD_TYPE=Debug -DIDEM_SOURCE_DIR="$source" -DIDEM_EXAMPLE_SOURCE="$example"
     cmake --build "$work/build"
     bin=$work/build
     ;;
@@ -35,7 +45,7 @@ case $mode in
       $(pkg-config --cflags --libs idem-retry) -Wl,-rpath,"$libdir"
     ;;
   *)
-    echo "usage: run-consumer.sh cmake|pkg-config BUILD_DIR SOURCE_DIR WORK_DIR" >&2
+    echo "usage: run-consumer.sh cmake|pkg-config|subproject BUILD_DIR SOURCE_DIR WORK_DIR" >&2
     exit 2
     ;;
 esac
