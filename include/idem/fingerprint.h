@@ -1,6 +1,6 @@
-// idem/fingerprint.h: the request fingerprint stored with a key (DESIGN §3). A retry with the
-// same key must send the same request; a different fingerprint means the key was reused for
-// another request (HTTP 422).
+// idem/fingerprint.h: the request fingerprint stored with a key (docs/design.md §3). A retry
+// with the same key must send the same request; a different fingerprint means the key was
+// reused for another request (HTTP 422).
 //
 // The fingerprint is the lowercase hex SHA-256 of, in order and each length-prefixed (so that
 // ("ab", "c") and ("a", "bc") differ): a version tag, the method (as sent; methods are

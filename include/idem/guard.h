@@ -1,4 +1,5 @@
-// idem/guard.h: run an effect once per idempotency key, in the key's own transaction (DESIGN §2).
+// idem/guard.h: run an effect once per idempotency key, in the key's own transaction
+// (docs/design.md §2).
 //
 //   BEGIN → claim the key (unique-constraint INSERT) → SAVEPOINT → the caller's effect on the same
 //   transaction → record the outcome → COMMIT

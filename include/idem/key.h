@@ -1,4 +1,4 @@
-// idem/key.h: parsing and validating idempotency keys and their scope (DESIGN §1, §3).
+// idem/key.h: parsing and validating idempotency keys and their scope (docs/design.md §1, §3).
 //
 // An `Idempotency-Key` header carries one key, either as a Structured Fields string (RFC 8941
 // sf-string, `"abc"`, where only \" and \\ may be escaped) or as a bare token. The key text is

@@ -1,5 +1,5 @@
-// idem/lease_guard.h: run-once for effects outside the database (DESIGN §2, "around an external
-// effect"), such as an upstream HTTP call that no local transaction can cover.
+// idem/lease_guard.h: run-once for effects outside the database (docs/design.md §2, "around an
+// external effect"), such as an upstream HTTP call that no local transaction can cover.
 //
 // The claim commits on its own with a lease; while the effect runs, Heartbeat() extends the
 // lease; the outcome is written with the claim's fencing token, so a holder whose lease was

@@ -1,4 +1,5 @@
-// idem/outcome.h: which outcomes are stored and replayed, and which are never cached (DESIGN §1).
+// idem/outcome.h: which outcomes are stored and replayed, and which are never cached
+// (docs/design.md §1).
 //
 // Thread-safety: an OutcomeClassifier is immutable once built; share it freely.
 #ifndef IDEM_OUTCOME_H_

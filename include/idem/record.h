@@ -1,4 +1,4 @@
-// idem/record.h: the idempotency key record and its states (DESIGN §1).
+// idem/record.h: the idempotency key record and its states (docs/design.md §1).
 //
 // Plain values; safe to copy between threads.
 #ifndef IDEM_RECORD_H_

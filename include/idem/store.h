@@ -1,7 +1,7 @@
 // idem/store.h: where key records live. One interface, every backend (SQLite, PostgreSQL) passes
 // the same conformance suite (src/store/testing/).
 //
-// Two ways to use a store (DESIGN §2):
+// Two ways to use a store (docs/design.md §2):
 //  - Lease mode, for effects outside the database: Claim / Heartbeat / Complete / FailFinal /
 //    Release / TakeOver, each its own committed transaction, every write after the claim carrying
 //    the fencing token (the record's fence).
