@@ -1,0 +1,141 @@
+#include "e2e_support.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#pragma GCC diagnostic pop
+
+namespace idem::e2e {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+Child::Child(const std::vector<std::string>& argv, const std::string& log_path) {
+  pid_ = fork();
+  if (pid_ == 0) {
+    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+}
+
+Child::~Child() {
+  if (Running()) {
+    Signal(SIGKILL);
+    Wait(std::chrono::seconds(10));
+  }
+}
+
+bool Child::Running() {
+  if (pid_ <= 0 || reaped_) return false;
+  if (waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+  return !reaped_;
+}
+
+void Child::Signal(int signal) {
+  if (Running()) kill(pid_, signal);
+}
+
+int Child::Wait(std::chrono::milliseconds bound) {
+  Eventually([this] { return !Running(); }, bound);
+  if (!reaped_) return -1;
+  if (WIFEXITED(status_)) return WEXITSTATUS(status_);
+  return 128 + WTERMSIG(status_);
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string Response::Header(const std::string& name) const {
+  for (const auto& [n, v] : headers) {
+    if (strcasecmp(n.c_str(), name.c_str()) == 0) return v;
+  }
+  return "";
+}
+
+int Response::HeaderCount(const std::string& name) const {
+  int count = 0;
+  for (const auto& [n, v] : headers) count += strcasecmp(n.c_str(), name.c_str()) == 0;
+  return count;
+}
+
+Response Send(int port, const std::string& method, const std::string& target,
+              const std::vector<std::pair<std::string, std::string>>& headers,
+              const std::string& body) {
+  Response out;
+  try {
+    asio::io_context ioc;
+    beast::tcp_stream stream(ioc);
+    stream.expires_after(std::chrono::seconds(20));
+    stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"),
+                                           static_cast<unsigned short>(port)));
+    http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    for (const auto& [n, v] : headers) req.insert(n, v);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
+    http::read(stream, buffer, parser);
+    auto res = parser.release();
+    out.status = static_cast<int>(res.result_int());
+    for (const auto& f : res) out.headers.emplace_back(f.name_string(), f.value());
+    out.body = res.body();
+  } catch (const std::exception& e) {
+    out.status = 0;
+    out.error = e.what();
+  }
+  return out;
+}
+
+bool Eventually(const std::function<bool()>& condition, std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // poll interval, not a wait
+  }
+}
+
+long JsonNumber(const std::string& json, const std::string& field) {
+  const std::string needle = "\"" + field + "\":";
+  const size_t at = json.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::strtol(json.c_str() + at + needle.size(), nullptr, 10);
+}
+
+}  // namespace idem::e2e
