@@ -93,7 +93,8 @@ absl::StatusOr<Url> ParseUrl(std::string_view text) {
     url.origin.port = url.origin.tls() ? 443 : 80;
   }
   url.target = std::string(u.encoded_target());
-  if (url.target.empty() || url.target.front() != '/') url.target.insert(0, "/");
+  // Not insert(0, "/"): GCC 12 at -O2 reports a false -Wrestrict overlap in it (release build).
+  if (url.target.empty() || url.target.front() != '/') url.target = "/" + url.target;
   url.authority = std::string(u.encoded_authority());
   return url;
 }
