@@ -9,7 +9,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libfaketime help2man
+  libfaketime help2man curl
 )
 
 missing=()
