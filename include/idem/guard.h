@@ -37,7 +37,9 @@ struct GuardOptions {
   // Names the holder of a claim in the record. Default (empty): "HOST:PID:N", unique per guard.
   std::string owner;
   // How many times a transient store error (busy, serialization failure, deadlock, lost
-  // connection) is retried inside Run, with jittered backoff, before it is returned. Default 0.
+  // connection, disk full: a transaction the store doomed, StoreTransaction::Doomed) is retried
+  // inside Run and RunBatch, with jittered backoff, before it is returned. An effect's own
+  // error is never retried, whatever its code. Default 0.
   int transient_retries = 0;
 };
 
@@ -73,8 +75,9 @@ class Guard {
   //    the effect itself if the first rolled back).
   // Errors: FailedPrecondition when the key's stored fingerprint differs (nothing is returned of
   // the stored response); DataLoss when the stored fingerprint is not of idem::Fingerprint's form
-  // while `fingerprint` is (a corrupt record, not a reused key); Aborted when a lease-mode holder still holds the key; Unavailable when
-  // the store is busy or down; any error the effect returned. On error nothing is recorded.
+  // while `fingerprint` is (a corrupt record, not a reused key); Aborted when a lease-mode holder
+  // still holds the key; Unavailable when the store is busy or down; any error the effect returned.
+  // On error nothing is recorded.
   absl::StatusOr<GuardResult> Run(const Scope& scope, std::string_view fingerprint,
                                   const Effect& effect);
 
@@ -83,16 +86,20 @@ class Guard {
   // call whose effect fails or is transient undoes only its own claim and writes. Calls are run
   // in order; two calls of the same key in one batch: the second replays the first.
   // Returns one result per call, in order (each an error or a GuardResult as Run's).
-  // Errors (the whole batch, nothing committed): Unavailable when the store is busy or down, or
-  // the commit failed; retried like Run's per GuardOptions::transient_retries.
+  // An effect's own error (Unavailable included) is that call's result only.
+  // Errors (the whole batch, nothing committed): the store's doom (StoreTransaction::Doomed:
+  // Unavailable when the store is busy or down, a savepoint statement failed, or the commit
+  // failed; Internal when an effect ended the transaction through the native handle); retried
+  // like Run's per GuardOptions::transient_retries.
   absl::StatusOr<std::vector<absl::StatusOr<GuardResult>>> RunBatch(
       const std::vector<GuardCall>& calls);
 
  private:
+  // One attempt; `*retryable` says whether the store failed transiently (see Run).
   absl::StatusOr<GuardResult> RunOnce(const Scope& scope, std::string_view fingerprint,
-                                      const Effect& effect);
+                                      const Effect& effect, bool* retryable);
   absl::StatusOr<std::vector<absl::StatusOr<GuardResult>>> RunBatchOnce(
-      const std::vector<GuardCall>& calls);
+      const std::vector<GuardCall>& calls, bool* retryable);
   // Runs one call of a batch inside `tx`; whatever the call's outcome, `tx` holds either all of
   // it or none of it, else `*undo_failed` is set and `tx` must be rolled back.
   absl::StatusOr<GuardResult> RunInTransaction(StoreTransaction& tx, const GuardCall& call,

@@ -170,11 +170,41 @@ class StoreTransaction : public Transaction {
   virtual absl::Status RollbackToSavepoint(std::string_view name) = 0;
   virtual absl::Status ReleaseSavepoint(std::string_view name) = 0;
 
-  // Commits. Errors: Unavailable when the commit could not be made durable (nothing committed).
+  // Commits. Errors: Unavailable when nothing was committed (the commit could not be made
+  // durable, or the transaction was doomed, see Doomed()), or when the commit's outcome is
+  // unknown (the connection was lost while COMMIT was under way; the message says "outcome is
+  // unknown"): it may have committed, so look the key up, or retry with the same key, which
+  // replays the outcome if it did; Internal when the transaction had failed (a statement failed
+  // and was not rolled back to a savepoint) or was already ended.
   virtual absl::Status Commit() = 0;
   // Rolls back. Safe to call more than once.
   virtual absl::Status Rollback() = 0;
+
+  // OK while the transaction can still commit; otherwise why it cannot, as only the store sets
+  // it (an effect cannot forge it by returning a status): Unavailable when the database ended
+  // or broke the transaction (disk full, I/O error, lost connection, serialization failure,
+  // deadlock, lock timeout, a failed savepoint statement, a failed commit); Internal when the
+  // transaction was ended or split outside the store (through native_handle()). Once doomed, a
+  // transaction stays doomed and every call but Rollback() returns this status; nothing of it
+  // is committed. The guard retries (GuardOptions::transient_retries) and aborts a batch only
+  // for a doomed transaction.
+  virtual absl::Status Doomed() const = 0;
 };
+
+// The rules of a transaction, the same on every store (the conformance suite checks them):
+//  - Transaction-control SQL is refused with InvalidArgument and not run, whatever comments or
+//    whitespace precede it: BEGIN, START, COMMIT, END, ABORT, ROLLBACK, PREPARE TRANSACTION, and
+//    SAVEPOINT / RELEASE / ROLLBACK TO of the store's own savepoints (names starting "idem_",
+//    reserved). An effect's own savepoints are fine.
+//  - After a statement fails, the transaction is good only for rolling back, to a savepoint or
+//    whole: any other call returns Internal ("an earlier statement failed") until then.
+//  - A transaction the database ended by itself (SQLite after disk full or an I/O error, a lost
+//    PostgreSQL connection) is doomed: it refuses every later statement instead of running it
+//    outside the transaction.
+//  - Through native_handle() an effect may run statements, never end the transaction: a commit
+//    or rollback made there is noticed at the store's next call (SQLite turns such a commit into
+//    a rollback) and dooms the transaction. On PostgreSQL a COMMIT followed by a new BEGIN made
+//    through the handle cannot be noticed: never do it.
 
 // Opens the store named by `uri`, applying any schema migrations it needs:
 //   sqlite:PATH[?synchronous=full|normal][&integrity=off|quick|full]

@@ -67,6 +67,9 @@ absl::StatusOr<GuardResult> RunCall(StoreTransaction& tx, const CallArgs& call,
   }
   IDEM_RETURN_IF_ERROR(tx.Savepoint(kEffectSavepoint));
   absl::StatusOr<StoredResponse> response = call.effect(tx);
+  // The store's own verdict comes first: an effect cannot vouch for a transaction the database
+  // (or the effect, through the native handle) ended or broke.
+  IDEM_RETURN_IF_ERROR(tx.Doomed());
   if (!response.ok()) return UndoCall(tx, call, response.status());
   GuardResult result{.response = *std::move(response)};
   switch (options.classifier.Classify(result.response.status)) {
@@ -99,11 +102,9 @@ Guard::Guard(Store& store, GuardOptions options) : store_(store), options_(std::
 absl::StatusOr<GuardResult> Guard::Run(const Scope& scope, std::string_view fingerprint,
                                        const Effect& effect) {
   for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<GuardResult> result = RunOnce(scope, fingerprint, effect);
-    if (result.ok() || !absl::IsUnavailable(result.status()) ||
-        attempt >= options_.transient_retries) {
-      return result;
-    }
+    bool retryable = false;
+    absl::StatusOr<GuardResult> result = RunOnce(scope, fingerprint, effect, &retryable);
+    if (result.ok() || !retryable || attempt >= options_.transient_retries) return result;
     SleepBeforeRetry(attempt);
   }
 }
@@ -111,46 +112,73 @@ absl::StatusOr<GuardResult> Guard::Run(const Scope& scope, std::string_view fing
 absl::StatusOr<std::vector<absl::StatusOr<GuardResult>>> Guard::RunBatch(
     const std::vector<GuardCall>& calls) {
   for (int attempt = 0;; ++attempt) {
-    auto results = RunBatchOnce(calls);
-    if (results.ok() || !absl::IsUnavailable(results.status()) ||
-        attempt >= options_.transient_retries) {
-      return results;
-    }
+    bool retryable = false;
+    auto results = RunBatchOnce(calls, &retryable);
+    if (results.ok() || !retryable || attempt >= options_.transient_retries) return results;
     SleepBeforeRetry(attempt);
   }
 }
 
+namespace {
+
+// Whether a failed attempt may be retried: only for the store's own transient failure (Begin
+// could not start, or the store doomed the transaction with Unavailable), never for an error the
+// effect returned, whatever its code.
+bool StoreFailedTransiently(const absl::Status& doomed) { return absl::IsUnavailable(doomed); }
+
+}  // namespace
+
 absl::StatusOr<GuardResult> Guard::RunOnce(const Scope& scope, std::string_view fingerprint,
-                                           const Effect& effect) {
-  IDEM_ASSIGN_OR_RETURN(std::unique_ptr<StoreTransaction> tx, store_.Begin());
+                                           const Effect& effect, bool* retryable) {
+  absl::StatusOr<std::unique_ptr<StoreTransaction>> tx = store_.Begin();
+  if (!tx.ok()) {
+    *retryable = StoreFailedTransiently(tx.status());
+    return tx.status();
+  }
   // The call has the transaction to itself: anything to undo is undone by rolling it all back.
   absl::StatusOr<GuardResult> result =
-      RunCall(*tx, {scope, fingerprint, effect, /*call_savepoint=*/false}, options_);
+      RunCall(**tx, {scope, fingerprint, effect, /*call_savepoint=*/false}, options_);
   if (!result.ok() || result->replayed || result->state == KeyState::kInProgress) {
+    *retryable = !result.ok() && StoreFailedTransiently((*tx)->Doomed());
     // Nothing of ours to keep: end the transaction without a durable write.
-    IDEM_RETURN_IF_ERROR(tx->Rollback());
+    IDEM_RETURN_IF_ERROR((*tx)->Rollback());
     return result;
   }
-  IDEM_RETURN_IF_ERROR(tx->Commit());
+  if (absl::Status committed = (*tx)->Commit(); !committed.ok()) {
+    *retryable = StoreFailedTransiently((*tx)->Doomed());
+    return committed;
+  }
   return result;
 }
 
 absl::StatusOr<std::vector<absl::StatusOr<GuardResult>>> Guard::RunBatchOnce(
-    const std::vector<GuardCall>& calls) {
-  IDEM_ASSIGN_OR_RETURN(std::unique_ptr<StoreTransaction> tx, store_.Begin());
+    const std::vector<GuardCall>& calls, bool* retryable) {
+  absl::StatusOr<std::unique_ptr<StoreTransaction>> tx = store_.Begin();
+  if (!tx.ok()) {
+    *retryable = StoreFailedTransiently(tx.status());
+    return tx.status();
+  }
   std::vector<absl::StatusOr<GuardResult>> results;
   results.reserve(calls.size());
   for (const GuardCall& call : calls) {
     bool undo_failed = false;
-    results.push_back(RunInTransaction(*tx, call, &undo_failed));
-    // A lost connection or a serialization failure dooms the whole transaction, and so does a
-    // call that could not be undone: committing would keep part of it.
-    if (undo_failed || (!results.back().ok() && absl::IsUnavailable(results.back().status()))) {
-      (void)tx->Rollback();
-      return results.back().status();
+    results.push_back(RunInTransaction(**tx, call, &undo_failed));
+    // A transaction the store doomed (lost connection, serialization failure, disk full, a
+    // failed savepoint statement) cannot commit, and neither can one holding part of a call.
+    // An effect's own error, whatever its code, is only that call's result.
+    absl::Status doomed = (*tx)->Doomed();
+    if (undo_failed || !doomed.ok()) {
+      (void)(*tx)->Rollback();
+      *retryable = StoreFailedTransiently(doomed);
+      if (!doomed.ok()) return doomed;
+      return results.back().ok() ? absl::InternalError("a call of the batch could not be undone")
+                                 : results.back().status();
     }
   }
-  IDEM_RETURN_IF_ERROR(tx->Commit());
+  if (absl::Status committed = (*tx)->Commit(); !committed.ok()) {
+    *retryable = StoreFailedTransiently((*tx)->Doomed());
+    return committed;
+  }
   return results;
 }
 

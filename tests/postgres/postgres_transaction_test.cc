@@ -177,13 +177,14 @@ TEST_F(PostgresTransaction, ExecuteReturnsRowsChangedAndCommitKeepsThem) {
   EXPECT_EQ(Admin("SELECT k, v FROM effects ORDER BY k"), (Rows{{"a", "2"}, {"b", "3"}}));
 }
 
-TEST_F(PostgresTransaction, UniqueViolationIsAlreadyExistsAndCommitThenCommitsNothing) {
+TEST_F(PostgresTransaction,
+       UniqueViolationIsAlreadyExistsAndCommitThenIsInternalAndCommitsNothing) {
   auto tx = Begin(*store_);
   const SqlValue a[] = {std::string("a"), int64_t{1}};
   ASSERT_TRUE(tx->Execute("INSERT INTO effects VALUES ($1, $2)", a).ok());
   EXPECT_EQ(tx->Execute("INSERT INTO effects VALUES ($1, $2)", a).status().code(),
             absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(tx->Commit().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(tx->Commit().code(), absl::StatusCode::kInternal);
   EXPECT_EQ(Admin("SELECT count(*) FROM effects"), (Rows{{"0"}}));
 }
 
@@ -341,6 +342,25 @@ TEST_F(PostgresTransaction, DeadlockIsUnavailable) {
   const absl::Status victim = closing.ok() ? waited.status() : closing.status();
   EXPECT_EQ(victim.code(), absl::StatusCode::kUnavailable) << victim;
   EXPECT_NE(victim.message().find("40P01"), absl::string_view::npos) << victim;
+}
+
+// PostgreSQL committed the claim and the effect on an effect's COMMIT; the outcome then went in
+// autocommit and the guard answered OK. Through the native handle it can still happen, but the
+// store notices and records nothing as if it had been atomic.
+TEST_F(PostgresTransaction, CommitThroughTheNativeHandleDoomsTheTransaction) {
+  auto tx = Begin(*store_);
+  const Scope scope{"t", "native"};
+  absl::StatusOr<ClaimResult> claim = tx->Claim(scope, std::string(64, 'a'), "w");
+  ASSERT_TRUE(claim.ok()) << claim.status();
+  auto* conn = static_cast<PGconn*>(tx->native_handle());
+  PQclear(PQexec(conn, "COMMIT"));
+  EXPECT_EQ(tx->Finish(scope, claim->record.fence, KeyState::kCompleted, {}).code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(tx->Doomed().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(tx->Commit().code(), absl::StatusCode::kInternal);
+  absl::StatusOr<KeyRecord> record = store_->Get(scope);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->state, KeyState::kInProgress);  // committed mid-way, never "completed"
 }
 
 }  // namespace

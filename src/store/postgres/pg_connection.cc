@@ -156,6 +156,7 @@ absl::StatusOr<Result> PgConnection::RunPipelined(const std::string& sql,
                                                   const Prepared& prepared, std::string_view what) {
   std::vector<std::string> deferred = std::move(deferred_);
   deferred_.clear();
+  failed_deferred_ = false;
   if (!SendPipeline(deferred, sql, params, prepared)) {
     return Failed(nullptr, StatusFromResult(nullptr, conn_, what));
   }
@@ -165,6 +166,7 @@ absl::StatusOr<Result> PgConnection::RunPipelined(const std::string& sql,
     absl::Status status = StatusFromResult(results[i].get(), conn_, what);
     if (!status.ok()) {
       if (i < deferred.size()) {
+        failed_deferred_ = true;
         status = StatusFromResult(results[i].get(), conn_,
                                   fmt::format("{} (before it: {})", what, deferred[i]));
       }

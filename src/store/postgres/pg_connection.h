@@ -48,6 +48,8 @@ class PgConnection final {
   // true when the last failure was a lost connection (others in the pool are likely dead too).
   bool lost() const { return lost_; }
   void MarkBroken() { broken_ = true; }
+  // true when the last Run failed at a deferred statement (BEGIN, SET LOCAL, SAVEPOINT, RELEASE).
+  bool failed_deferred() const { return failed_deferred_; }
 
   // Records that the caller ran its own SQL or held the raw handle, which may have changed a
   // session setting (a timeout): later transactions then set the timeouts again (SET LOCAL).
@@ -100,6 +102,7 @@ class PgConnection final {
   PGconn* conn_;
   bool broken_ = false;
   bool lost_ = false;
+  bool failed_deferred_ = false;
   bool caller_touched_ = false;
   std::vector<std::string> deferred_;
   std::unordered_map<std::string, std::string> prepared_;  // sql + signature → name

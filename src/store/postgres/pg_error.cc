@@ -48,8 +48,9 @@ absl::Status StatusFromSqlState(std::string_view sqlstate, std::string_view mess
     return absl::NotFoundError(text + "; create the database or fix the URI's database name");
   }
   if (sqlstate == "25P02") {
-    return absl::FailedPreconditionError(
-        text + "; an earlier statement of this transaction failed: roll it back");
+    return absl::InternalError(text +
+                               "; an earlier statement of this transaction failed: it is good "
+                               "only for rolling back (to a savepoint, or whole)");
   }
   if (sqlstate.starts_with("42") || sqlstate.starts_with("22") || sqlstate.starts_with("23") ||
       sqlstate.starts_with("3F") || sqlstate.starts_with("0A")) {
@@ -73,7 +74,7 @@ absl::Status StatusFromResult(const PGresult* result, PGconn* conn, std::string_
         Trimmed(message)));
   }
   if (status == PGRES_PIPELINE_ABORTED) {
-    return absl::FailedPreconditionError(fmt::format(
+    return absl::InternalError(fmt::format(
         "PostgreSQL {}: not run, an earlier statement of the transaction failed", what));
   }
   return absl::InternalError(

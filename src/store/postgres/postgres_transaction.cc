@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "common/status_macros.h"
+#include "core/transaction_control.h"
 #include "idem/key.h"
 #include "store/postgres/pg_error.h"
 #include "store/postgres/pg_key_table.h"
@@ -70,19 +71,54 @@ PostgresTransaction::~PostgresTransaction() { Rollback().IgnoreError(); }
 
 absl::StatusOr<PgConnection*> PostgresTransaction::Open(bool sending) {
   if (!conn_.has_value()) {
-    return absl::FailedPreconditionError(
+    return absl::InternalError(
         "the transaction already ended (committed or rolled back): Begin() a new one");
   }
+  if (!doomed_.ok()) return doomed_;
+  PgConnection& conn = **conn_;
+  if (sent_) {
+    const PGTransactionStatusType state = PQtransactionStatus(conn.raw());
+    if (state == PQTRANS_IDLE) {
+      Doom(absl::InternalError(
+          "the transaction was committed or rolled back outside the store (through "
+          "native_handle()?): what it held so far may have been committed; roll back, and never "
+          "end the store's transaction yourself"));
+    } else if (state == PQTRANS_UNKNOWN) {
+      Doom(absl::UnavailableError(
+          "lost the connection to PostgreSQL; nothing of the transaction was kept: retry"));
+    }
+    if (!doomed_.ok()) return doomed_;
+  }
   sent_ = sent_ || sending;
-  return &**conn_;
+  return &conn;
+}
+
+void PostgresTransaction::Doom(absl::Status why) {
+  if (doomed_.ok()) doomed_ = std::move(why);
+}
+
+absl::Status PostgresTransaction::Track(absl::Status status, bool dooming) {
+  if (status.ok()) return status;
+  const bool deferred_failed = conn_.has_value() && (**conn_).failed_deferred();
+  if (dooming || deferred_failed || absl::IsUnavailable(status)) Doom(status);
+  return status;
 }
 
 absl::StatusOr<Result> PostgresTransaction::Run(std::string_view sql,
                                                 std::span<const SqlValue> params,
                                                 std::string_view what) {
+  if (IsTransactionControl(sql)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the SQL would begin, commit or roll back the transaction, or touch the store's own "
+        "savepoints (idem_*); the store does that (use your own savepoints for partial undo); "
+        "not run (in: {})",
+        sql));
+  }
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
   if (MayChangeSettings(sql)) conn->MarkCallerTouched();
-  return conn->Run(sql, params, what);
+  absl::StatusOr<Result> result = conn->Run(sql, params, what);
+  IDEM_RETURN_IF_ERROR(Track(result.status()));
+  return result;
 }
 
 absl::StatusOr<std::vector<SqlRow>> PostgresTransaction::Query(std::string_view sql,
@@ -126,7 +162,9 @@ absl::StatusOr<ClaimResult> PostgresTransaction::Claim(const Scope& scope,
                 now,
                 now + kTransactionLease.count(),
                 now + std::max(options_.retention, kTransactionLease).count()};
-  return ClaimKey(*conn, p, /*take_over_lapsed=*/true);
+  absl::StatusOr<ClaimResult> claim = ClaimKey(*conn, p, /*take_over_lapsed=*/true);
+  IDEM_RETURN_IF_ERROR(Track(claim.status()));
+  return claim;
 }
 
 absl::Status PostgresTransaction::Finish(const Scope& scope, int64_t fence, KeyState state,
@@ -138,9 +176,10 @@ absl::Status PostgresTransaction::Finish(const Scope& scope, int64_t fence, KeyS
   IDEM_RETURN_IF_ERROR(ValidateScope(scope));
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
   const int64_t now = clock_.NowMillis();
-  IDEM_ASSIGN_OR_RETURN(int64_t changed, RecordOutcome(*conn, scope, fence, state, response, now,
-                                                       now + options_.retention.count()));
-  if (changed == 1) return absl::OkStatus();
+  absl::StatusOr<int64_t> changed =
+      RecordOutcome(*conn, scope, fence, state, response, now, now + options_.retention.count());
+  IDEM_RETURN_IF_ERROR(Track(changed.status()));
+  if (*changed == 1) return absl::OkStatus();
   return StaleFenceError(*conn, scope, fence, now, "outcome");
 }
 
@@ -168,8 +207,10 @@ absl::Status PostgresTransaction::RollbackToSavepoint(std::string_view name) {
   if (savepoints_[index].on_server) {
     // Sent at once: it is what makes a failed transaction usable again.
     sent_ = true;
-    return conn->Run(fmt::format("ROLLBACK TO SAVEPOINT \"{}\"", name), {}, "rollback to savepoint")
-        .status();
+    return Track(
+        conn->Run(fmt::format("ROLLBACK TO SAVEPOINT \"{}\"", name), {}, "rollback to savepoint")
+            .status(),
+        /*dooming=*/true);
   }
   // Nothing was sent before this savepoint: undoing everything since is starting afresh.
   conn->DropDeferred();
@@ -178,6 +219,7 @@ absl::Status PostgresTransaction::RollbackToSavepoint(std::string_view name) {
     absl::Status status = StatusFromResult(result.get(), conn->raw(), "rollback to savepoint");
     if (!status.ok()) {
       conn->MarkBroken();
+      Doom(status);
       return status;
     }
   }
@@ -208,18 +250,30 @@ absl::Status PostgresTransaction::ReleaseSavepoint(std::string_view name) {
 }
 
 absl::Status PostgresTransaction::Commit() {
-  if (conn_.has_value() && !sent_) return Rollback();  // nothing was written: nothing to send
-  IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
+  if (conn_.has_value() && !sent_ && doomed_.ok()) return Rollback();  // nothing was written
+  absl::StatusOr<PgConnection*> open = Open();
+  if (!open.ok()) {
+    Rollback().IgnoreError();
+    return open.status();
+  }
+  PgConnection* conn = *open;
   conn->DropDeferredReleases();  // COMMIT releases every savepoint itself
   absl::StatusOr<Result> result = conn->Run("COMMIT", {}, "commit");
   absl::Status status = result.status();
   if (result.ok() && std::string_view(PQcmdStatus(result->get())) != "COMMIT") {
     // The server answers COMMIT of a failed transaction with ROLLBACK.
-    status = absl::FailedPreconditionError(
-        "commit: a statement of the transaction had failed, so PostgreSQL rolled it back; "
-        "nothing was committed");
+    status = absl::InternalError(
+        "commit: a statement of the transaction had failed and was not rolled back to a "
+        "savepoint, so PostgreSQL rolled the transaction back; nothing was committed");
+  } else if (!result.ok() && conn->lost()) {
+    status = absl::UnavailableError(fmt::format(
+        "commit: the connection was lost while COMMIT was under way, so the commit's outcome is "
+        "unknown: it may have committed; look the key up, or retry with the same key, which "
+        "replays the outcome if it did ({})",
+        std::string(result.status().message())));
   }
   if (!status.ok()) {
+    if (absl::IsUnavailable(status)) Doom(status);
     Rollback().IgnoreError();
     return status;
   }

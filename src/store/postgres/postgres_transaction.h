@@ -42,13 +42,20 @@ class PostgresTransaction final : public StoreTransaction {
   absl::Status ReleaseSavepoint(std::string_view name) override;
   absl::Status Commit() override;
   absl::Status Rollback() override;
+  absl::Status Doomed() const override { return doomed_; }
 
  private:
-  // The connection, once the transaction is known to be open; FailedPrecondition after it ended.
+  // The connection, once the transaction is known to be open; Internal after it ended, the doom
+  // once doomed; notices a transaction ended outside the store (and dooms it).
   // `sending`: the caller is about to send a statement (so BEGIN goes out with it).
   absl::StatusOr<PgConnection*> Open(bool sending = true);
   absl::StatusOr<Result> Run(std::string_view sql, std::span<const SqlValue> params,
                              std::string_view what);
+
+  // Records how a statement went: dooms the transaction when the database broke it, when a
+  // deferred statement (SAVEPOINT, RELEASE) failed, or when `dooming`.
+  absl::Status Track(absl::Status status, bool dooming = false);
+  void Doom(absl::Status why);
 
   // Queues BEGIN (and the timeouts, where the caller may have changed them) for the next send.
   void DeferBegin(PgConnection& conn);
@@ -65,6 +72,7 @@ class PostgresTransaction final : public StoreTransaction {
   StoreOptions options_;
   Clock& clock_;
   bool sent_ = false;  // BEGIN has gone to the server
+  absl::Status doomed_;
 };
 
 }  // namespace idem::postgres

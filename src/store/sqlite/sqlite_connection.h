@@ -26,12 +26,11 @@ struct ConnectionSettings {
   bool synchronous_full = true;  // synchronous=FULL, else NORMAL
 };
 
-// What the layer above learnt about a statement's text (its $N parameters, whether it ends the
-// transaction), kept beside the cached statement so that it is worked out once per statement
+// What the layer above learnt about a statement's text (its $N parameters), kept beside the
+// cached statement so that it is worked out once per statement
 // rather than at every run. Filled in by that layer; `analysed` says whether it has been.
 struct StatementNotes {
   bool analysed = false;
-  bool ends_transaction = false;
   std::vector<size_t> dollar_of_param;  // [i - 1]: N of parameter i written $N, else 0
   std::vector<size_t> bound_dollar;     // as dollar_of_param, 0 also for $0N: gets no value
   size_t max_dollar = 0;                // the largest N used (0 when any parameter is not $N)

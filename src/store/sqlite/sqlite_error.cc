@@ -26,6 +26,15 @@ absl::Status FromSqlite(int rc, sqlite3* db, std::string_view what) {
           "{}: the database is locked by another connection or process ({}); retry later, or "
           "allow a longer lock timeout",
           what, detail));
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_NOMEM:
+    case SQLITE_INTERRUPT:
+      return absl::UnavailableError(fmt::format(
+          "{}: the store is unavailable: the disk is full, an I/O error occurred or memory ran out "
+          "({}); nothing of the failed transaction was kept: free space or fix the disk, then "
+          "retry",
+          what, detail));
     case SQLITE_CONSTRAINT:
       if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
         return absl::AlreadyExistsError(fmt::format("{}: {}", what, detail));

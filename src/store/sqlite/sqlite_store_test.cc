@@ -2,6 +2,7 @@
 // (schema migrations, file checks, pragmas, the write lock).
 #include "idem/sqlite_store.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -45,8 +46,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenAgain(const StoreOptions& options) {
 
 using testing::StoreConformanceTest;
 INSTANTIATE_TEST_SUITE_P(Sqlite, StoreConformanceTest,
-                         ::testing::Values(testing::StoreFactory{"sqlite", &OpenFresh,
-                                                                 &OpenAgain}),
+                         ::testing::Values(testing::StoreFactory{"sqlite", &OpenFresh, &OpenAgain}),
                          testing::StoreFactoryName);
 
 // A raw connection to the file, standing for another program (or another idem process).
@@ -58,7 +58,9 @@ class RawDb {
   RawDb& operator=(const RawDb&) = delete;
 
   // Runs `sql`; returns SQLite's result code.
-  int Exec(const std::string& sql) { return sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr); }
+  int Exec(const std::string& sql) {
+    return sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr);
+  }
   // Returns the first column of the first row as text ("" when none).
   std::string Text(const std::string& sql) {
     sqlite3_stmt* stmt = nullptr;
@@ -280,7 +282,10 @@ TEST_F(SqliteStoreTest, MoreThanOneStatementPerCallIsInvalidArgument) {
   IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
   IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());
   EXPECT_EQ(CodeOf(tx->Execute("SELECT 1; DELETE FROM idem_keys")), StatusCode::kInvalidArgument);
-  IDEM_ASSERT_OK(tx->Execute("SELECT 1; -- a trailing comment is fine").status());
+  // A rejected statement is a failed one: the transaction is good only for rolling back.
+  IDEM_ASSERT_OK(tx->Rollback());
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> again, store->Begin());
+  IDEM_ASSERT_OK(again->Execute("SELECT 1; -- a trailing comment is fine").status());
 }
 
 TEST_F(SqliteStoreTest, SqlThatEndsTheTransactionItselfIsInvalidArgument) {
@@ -309,13 +314,54 @@ TEST_F(SqliteStoreTest, TransactionOutlivingItsStoreRollsBackSafely) {
   EXPECT_EQ(CodeOf(again->Get(MakeScope("k1"))), StatusCode::kNotFound);
 }
 
-TEST_F(SqliteStoreTest, CallsOnAFinishedTransactionAreFailedPrecondition) {
+TEST_F(SqliteStoreTest, CallsOnAFinishedTransactionAreInternal) {
   IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
   IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());
   IDEM_ASSERT_OK(tx->Commit());
-  EXPECT_EQ(CodeOf(tx->Query("SELECT 1")), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(CodeOf(tx->Claim(MakeScope("k"), "f", "o")), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(CodeOf(tx->Commit()), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(CodeOf(tx->Query("SELECT 1")), StatusCode::kInternal);
+  EXPECT_EQ(CodeOf(tx->Claim(MakeScope("k"), "f", "o")), StatusCode::kInternal);
+  EXPECT_EQ(CodeOf(tx->Commit()), StatusCode::kInternal);
+}
+
+// After SQLITE_FULL the effect's next INSERT ran in autocommit and stayed while the key was
+// absent, so a retry ran the effect again; and FULL came out as Internal.
+TEST_F(SqliteStoreTest, DiskFullDoomsTheTransactionAndLaterStatementsAreRefused) {
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  {
+    IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> setup, store->Begin());
+    IDEM_ASSERT_OK(setup->Execute("CREATE TABLE blobs (b BLOB)").status());
+    IDEM_ASSERT_OK(setup->Commit());
+  }
+  const Scope scope = MakeScope("full");
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());
+  IDEM_ASSERT_OK(tx->Claim(scope, idem::testing::kFingerprint, "w").status());
+  IDEM_ASSERT_OK_AND_ASSIGN(std::vector<SqlRow> pages, tx->Query("PRAGMA page_count"));
+  const int64_t limit = std::get<int64_t>(pages[0][0]) + 2;
+  IDEM_ASSERT_OK(tx->Query(fmt::format("PRAGMA max_page_count = {}", limit)).status());
+  EXPECT_EQ(CodeOf(tx->Execute("INSERT INTO blobs VALUES (zeroblob(1000000))")),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(CodeOf(tx->Doomed()), StatusCode::kUnavailable);
+  EXPECT_EQ(CodeOf(tx->Execute("INSERT INTO blobs VALUES (x'01')")), StatusCode::kUnavailable);
+  EXPECT_EQ(CodeOf(tx->Commit()), StatusCode::kUnavailable);
+  EXPECT_EQ(CodeOf(store->Get(scope)), StatusCode::kNotFound);
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> check, store->Begin());
+  IDEM_ASSERT_OK_AND_ASSIGN(std::vector<SqlRow> rows, check->Query("SELECT count(*) FROM blobs"));
+  EXPECT_EQ(rows[0][0], SqlValue(int64_t{0}));
+}
+
+// A COMMIT through the native handle is turned into a rollback and dooms the transaction.
+TEST_F(SqliteStoreTest, CommitThroughTheNativeHandleIsRolledBackAndDoomsTheTransaction) {
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, Open());
+  const Scope scope = MakeScope("native");
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store->Begin());
+  IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult claim, tx->Claim(scope, idem::testing::kFingerprint, "w"));
+  auto* db = static_cast<sqlite3*>(tx->native_handle());
+  EXPECT_NE(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(CodeOf(tx->Finish(scope, claim.record.fence, KeyState::kCompleted, {})),
+            StatusCode::kInternal);
+  EXPECT_EQ(CodeOf(tx->Doomed()), StatusCode::kInternal);
+  EXPECT_EQ(CodeOf(tx->Commit()), StatusCode::kInternal);
+  EXPECT_EQ(CodeOf(store->Get(scope)), StatusCode::kNotFound);
 }
 
 }  // namespace

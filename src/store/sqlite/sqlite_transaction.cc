@@ -9,8 +9,9 @@
 #include <string>
 
 #include "common/status_macros.h"
-#include "store/sqlite/key_table.h"
+#include "core/transaction_control.h"
 #include "idem/key.h"
+#include "store/sqlite/key_table.h"
 
 namespace idem::sqlite {
 namespace {
@@ -26,32 +27,6 @@ bool IsSqlIdentifier(std::string_view name) {
   return true;
 }
 
-// The first `count` words of `sql`, upper-cased and joined by single spaces.
-std::string LeadingWords(std::string_view sql, int count) {
-  std::string out;
-  bool in_word = false;
-  for (char c : sql) {
-    if (std::isspace(static_cast<unsigned char>(c)) != 0) {
-      in_word = false;
-      continue;
-    }
-    if (!in_word && !out.empty() && --count <= 0) break;
-    if (!in_word && !out.empty()) out += ' ';
-    in_word = true;
-    out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
-// True for BEGIN, COMMIT, END and ROLLBACK, but not ROLLBACK TO (which stays inside).
-bool EndsTransaction(sqlite3_stmt* stmt) {
-  const std::string lead = LeadingWords(sqlite3_sql(stmt), 3);
-  const std::string first = lead.substr(0, lead.find(' '));
-  if (first == "BEGIN" || first == "COMMIT" || first == "END") return true;
-  if (first != "ROLLBACK") return false;
-  return !lead.starts_with("ROLLBACK TO") && !lead.starts_with("ROLLBACK TRANSACTION TO");
-}
-
 // Returns N for a parameter named "$N" (N >= 1), else 0.
 size_t DollarIndex(const char* name) {
   if (name == nullptr || name[0] != '$') return 0;
@@ -62,10 +37,9 @@ size_t DollarIndex(const char* name) {
   return n;
 }
 
-// Works out once what PrepareBound needs of a statement: whether it ends the transaction, and
+// Works out once what PrepareBound needs of a statement:
 // which $N each of its parameters is.
 void Analyse(sqlite3_stmt* stmt, StatementNotes& notes) {
-  notes.ends_transaction = EndsTransaction(stmt);
   const int count = sqlite3_bind_parameter_count(stmt);
   notes.dollar_of_param.assign(static_cast<size_t>(count), 0);
   std::vector<bool> used(static_cast<size_t>(count) + 1, false);
@@ -117,32 +91,94 @@ SqlValue ColumnValue(const Statement& stmt, int col) {
 absl::StatusOr<std::unique_ptr<SqliteTransaction>> SqliteTransaction::Begin(
     ConnectionPool::Lease lease, const Clock& clock, Millis retention) {
   IDEM_RETURN_IF_ERROR(lease->Run("BEGIN IMMEDIATE"));
-  return std::unique_ptr<SqliteTransaction>(
-      new SqliteTransaction(std::move(lease), clock, retention));
+  std::unique_ptr<SqliteTransaction> tx(new SqliteTransaction(std::move(lease), clock, retention));
+  tx->SetHooks(true);
+  return tx;
 }
 
 SqliteTransaction::~SqliteTransaction() { Rollback().IgnoreError(); }
 
-absl::Status SqliteTransaction::CheckOpen(std::string_view operation) const {
-  if (open_) return absl::OkStatus();
-  return absl::FailedPreconditionError(fmt::format(
-      "{}: the transaction was already committed or rolled back; Begin() a new one", operation));
+int SqliteTransaction::OnCommit(void* self) {
+  auto* tx = static_cast<SqliteTransaction*>(self);
+  if (tx->ending_) return 0;
+  tx->ended_outside_ = true;
+  return 1;  // not the store's commit: SQLite turns it into a rollback
+}
+
+void SqliteTransaction::OnRollback(void* self) {
+  auto* tx = static_cast<SqliteTransaction*>(self);
+  if (!tx->ending_) tx->ended_outside_ = true;
+}
+
+void SqliteTransaction::SetHooks(bool on) {
+  sqlite3_commit_hook(lease_->db(), on ? &OnCommit : nullptr, on ? this : nullptr);
+  sqlite3_rollback_hook(lease_->db(), on ? &OnRollback : nullptr, on ? this : nullptr);
+}
+
+void SqliteTransaction::End() {
+  open_ = false;
+  SetHooks(false);
+}
+
+void SqliteTransaction::Doom(absl::Status why) {
+  if (doomed_.ok()) doomed_ = std::move(why);
+}
+
+absl::Status SqliteTransaction::Gate(std::string_view operation, bool after_failure_ok) {
+  if (!open_) {
+    return absl::InternalError(fmt::format(
+        "{}: the transaction was already committed or rolled back; Begin() a new one", operation));
+  }
+  if (!doomed_.ok()) return doomed_;
+  if (ended_outside_ || !lease_->InTransaction()) {
+    Doom(absl::InternalError(
+        "the transaction was committed or rolled back outside the store (through "
+        "native_handle()?); SQLite rolled it back and nothing of it was kept: roll back and run "
+        "it again, and never end the store's transaction yourself"));
+    return doomed_;
+  }
+  if (failed_ && !after_failure_ok) {
+    return absl::InternalError(fmt::format(
+        "{}: an earlier statement of this transaction failed; it is good only for rolling back "
+        "(to a savepoint, or whole)",
+        operation));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteTransaction::Track(absl::Status status, bool dooming) {
+  if (ended_outside_ || !lease_->InTransaction()) {
+    if (status.ok()) return Gate("running SQL");  // ended by the caller: Gate dooms it
+    Doom(absl::UnavailableError(fmt::format(
+        "SQLite ended the transaction itself after an error ({}); nothing of it was kept, and "
+        "later statements are refused rather than run outside it: roll back and retry",
+        std::string(status.message()))));
+    return doomed_;
+  }
+  if (status.ok()) return status;
+  failed_ = true;
+  if (dooming || absl::IsUnavailable(status)) Doom(status);
+  return status;
 }
 
 absl::StatusOr<Statement> SqliteTransaction::PrepareBound(std::string_view sql,
                                                           std::span<const SqlValue> params) {
-  IDEM_RETURN_IF_ERROR(CheckOpen("running SQL"));
-  IDEM_ASSIGN_OR_RETURN(Statement stmt, lease_->Prepare(sql));
+  IDEM_RETURN_IF_ERROR(Gate("running SQL"));
+  // Refused before SQLite sees it: never run, and not a failed statement.
+  if (IsTransactionControl(sql)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the SQL would begin, commit or roll back the transaction, or touch the store's own "
+        "savepoints (idem_*); the store does that (use your own savepoints for partial undo); "
+        "not run (in: {})",
+        sql));
+  }
+  absl::StatusOr<Statement> prepared = lease_->Prepare(sql);
+  if (!prepared.ok()) return Track(prepared.status());
+  Statement stmt = *std::move(prepared);
   // A statement outside the connection's cache is analysed afresh every time.
   StatementNotes uncached;
   StatementNotes& notes = stmt.notes() != nullptr ? *stmt.notes() : uncached;
   if (!notes.analysed) Analyse(stmt.get(), notes);
-  if (notes.ends_transaction) {
-    return absl::InvalidArgumentError(fmt::format(
-        "the SQL would begin, commit or roll back the transaction itself; the store does that "
-        "(use Savepoint/RollbackToSavepoint for partial undo) (in: {})",
-        sql));
-  }
   // Every parameter is some $N with N <= params.size(), and every $1..$params.size() is used.
   const size_t count = notes.dollar_of_param.size();
   if (count > 0 && (notes.max_dollar == 0 || notes.max_dollar > params.size())) {
@@ -170,13 +206,15 @@ absl::StatusOr<std::vector<SqlRow>> SqliteTransaction::Query(std::string_view sq
   IDEM_ASSIGN_OR_RETURN(Statement stmt, PrepareBound(sql, params));
   std::vector<SqlRow> rows;
   while (true) {
-    IDEM_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
-    if (!has_row) break;
+    absl::StatusOr<bool> has_row = stmt.Step();
+    if (!has_row.ok()) return Track(has_row.status());
+    if (!*has_row) break;
     SqlRow row;
     row.reserve(static_cast<size_t>(stmt.ColumnCount()));
     for (int col = 0; col < stmt.ColumnCount(); ++col) row.push_back(ColumnValue(stmt, col));
     rows.push_back(std::move(row));
   }
+  IDEM_RETURN_IF_ERROR(Track(absl::OkStatus()));
   return rows;
 }
 
@@ -185,9 +223,11 @@ absl::StatusOr<int64_t> SqliteTransaction::Execute(std::string_view sql,
   IDEM_ASSIGN_OR_RETURN(Statement stmt, PrepareBound(sql, params));
   const int64_t before = sqlite3_total_changes64(lease_->db());
   while (true) {
-    IDEM_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
-    if (!has_row) break;
+    absl::StatusOr<bool> has_row = stmt.Step();
+    if (!has_row.ok()) return Track(has_row.status());
+    if (!*has_row) break;
   }
+  IDEM_RETURN_IF_ERROR(Track(absl::OkStatus()));
   // sqlite3_changes64 reports the last INSERT/UPDATE/DELETE, which is this statement only when
   // it changed something; DDL and SELECT change nothing.
   if (sqlite3_total_changes64(lease_->db()) == before) return 0;
@@ -199,33 +239,36 @@ void* SqliteTransaction::native_handle() { return lease_->db(); }
 absl::StatusOr<ClaimResult> SqliteTransaction::Claim(const Scope& scope,
                                                      std::string_view fingerprint,
                                                      std::string_view owner) {
-  IDEM_RETURN_IF_ERROR(CheckOpen("claiming a key"));
+  IDEM_RETURN_IF_ERROR(Gate("claiming a key"));
   IDEM_RETURN_IF_ERROR(ValidateScope(scope));
   const int64_t now = clock_.NowMillis();
   // The claim is invisible to others until commit, so it needs no lease of its own: were it ever
   // committed still in_progress, its lease has already passed and the next arrival takes over.
   const ClaimParams params{scope, fingerprint, owner, now, now, now + retention_.count()};
-  return ClaimKey(*lease_, params, /*take_over_lapsed=*/true);
+  absl::StatusOr<ClaimResult> claim = ClaimKey(*lease_, params, /*take_over_lapsed=*/true);
+  IDEM_RETURN_IF_ERROR(Track(claim.status()));
+  return claim;
 }
 
 absl::Status SqliteTransaction::Finish(const Scope& scope, int64_t fence, KeyState state,
                                        const StoredResponse& response) {
-  IDEM_RETURN_IF_ERROR(CheckOpen("finishing a key"));
+  IDEM_RETURN_IF_ERROR(Gate("finishing a key"));
   IDEM_RETURN_IF_ERROR(ValidateScope(scope));
   if (state != KeyState::kCompleted && state != KeyState::kFailedFinal) {
     return absl::InvalidArgumentError(
         "Finish records kCompleted or kFailedFinal; to give the key up, roll back instead");
   }
   const int64_t now = clock_.NowMillis();
-  IDEM_ASSIGN_OR_RETURN(int64_t changed, RecordOutcome(*lease_, scope, fence, state, response,
-                                                       now, now + retention_.count()));
-  if (changed == 1) return absl::OkStatus();
+  absl::StatusOr<int64_t> changed =
+      RecordOutcome(*lease_, scope, fence, state, response, now, now + retention_.count());
+  IDEM_RETURN_IF_ERROR(Track(changed.status()));
+  if (*changed == 1) return absl::OkStatus();
   return StaleFenceError(*lease_, scope, fence, now, "recording the outcome");
 }
 
-absl::Status SqliteTransaction::RunSavepointCommand(std::string_view verb,
-                                                    std::string_view name) {
-  IDEM_RETURN_IF_ERROR(CheckOpen(verb));
+absl::Status SqliteTransaction::RunSavepointCommand(std::string_view verb, std::string_view name) {
+  // Rolling back to a savepoint is what a failed transaction is good for.
+  IDEM_RETURN_IF_ERROR(Gate(verb, /*after_failure_ok=*/verb.starts_with("ROLLBACK")));
   if (!IsSqlIdentifier(name)) {
     return absl::InvalidArgumentError(fmt::format(
         "savepoint name '{}' is not an identifier: use letters, digits and '_' (1-63, not "
@@ -238,7 +281,13 @@ absl::Status SqliteTransaction::RunSavepointCommand(std::string_view verb,
   char* end = std::copy(verb.begin(), verb.end(), sql.data());
   *end++ = ' ';
   end = std::copy(name.begin(), name.end(), end);
-  return lease_->Run(std::string_view(sql.data(), static_cast<size_t>(end - sql.data())));
+  // A failed savepoint statement leaves the transaction holding an unknown part of the work:
+  // doomed.
+  IDEM_RETURN_IF_ERROR(
+      Track(lease_->Run(std::string_view(sql.data(), static_cast<size_t>(end - sql.data()))),
+            /*dooming=*/true));
+  if (verb.starts_with("ROLLBACK")) failed_ = false;
+  return absl::OkStatus();
 }
 
 absl::Status SqliteTransaction::Savepoint(std::string_view name) {
@@ -254,26 +303,35 @@ absl::Status SqliteTransaction::ReleaseSavepoint(std::string_view name) {
 }
 
 absl::Status SqliteTransaction::Commit() {
-  IDEM_RETURN_IF_ERROR(CheckOpen("committing"));
-  open_ = false;
-  if (!lease_->InTransaction()) {
-    return absl::UnavailableError(
-        "commit failed: SQLite had already rolled the transaction back after an earlier error; "
-        "nothing was committed, retry the whole transaction");
+  if (absl::Status gate = Gate("committing"); !gate.ok()) {
+    Rollback().IgnoreError();
+    return gate;
   }
+  ending_ = true;
   absl::Status status = lease_->Run("COMMIT");
-  if (status.ok()) return status;
-  if (lease_->InTransaction()) lease_->Run("ROLLBACK").IgnoreError();
-  return absl::UnavailableError(fmt::format(
-      "commit failed, nothing was committed; retry the whole transaction ({})",
-      std::string(status.message())));
+  ending_ = false;
+  if (status.ok()) {
+    End();
+    return status;
+  }
+  const bool busy = absl::IsUnavailable(status) && lease_->InTransaction();
+  Doom(absl::UnavailableError(
+      busy ? fmt::format("commit failed, nothing was committed; retry the whole transaction ({})",
+                         std::string(status.message()))
+           : fmt::format("commit failed and its outcome is unknown ({}): it may have been made "
+                         "durable; look the key up, or retry with the same key",
+                         std::string(status.message()))));
+  Rollback().IgnoreError();
+  return doomed_;
 }
 
 absl::Status SqliteTransaction::Rollback() {
   if (!open_) return absl::OkStatus();
-  open_ = false;
-  if (!lease_->InTransaction()) return absl::OkStatus();
-  return lease_->Run("ROLLBACK");
+  ending_ = true;
+  absl::Status status = lease_->InTransaction() ? lease_->Run("ROLLBACK") : absl::OkStatus();
+  ending_ = false;
+  End();
+  return status;
 }
 
 }  // namespace idem::sqlite

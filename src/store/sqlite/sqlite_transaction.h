@@ -28,8 +28,8 @@ class SqliteTransaction final : public StoreTransaction {
   // Runs BEGIN IMMEDIATE on the leased connection. `clock` must outlive the transaction.
   // Errors: Unavailable when the write lock stayed held past lock_timeout.
   static absl::StatusOr<std::unique_ptr<SqliteTransaction>> Begin(ConnectionPool::Lease lease,
-                                                                 const Clock& clock,
-                                                                 Millis retention);
+                                                                  const Clock& clock,
+                                                                  Millis retention);
   ~SqliteTransaction() override;
 
   absl::StatusOr<std::vector<SqlRow>> Query(std::string_view sql,
@@ -46,13 +46,25 @@ class SqliteTransaction final : public StoreTransaction {
   absl::Status ReleaseSavepoint(std::string_view name) override;
   absl::Status Commit() override;
   absl::Status Rollback() override;
+  absl::Status Doomed() const override { return doomed_; }
 
  private:
   SqliteTransaction(ConnectionPool::Lease lease, const Clock& clock, Millis retention)
       : lease_(std::move(lease)), clock_(clock), retention_(retention) {}
 
-  // FailedPrecondition once the transaction has been committed or rolled back.
-  absl::Status CheckOpen(std::string_view operation) const;
+  // Refuses a call on a transaction that ended, is doomed, or (unless `after_failure_ok`) had a
+  // statement fail; notices a transaction ended outside the store (and dooms it).
+  absl::Status Gate(std::string_view operation, bool after_failure_ok = false);
+  // Records how a statement of the transaction went: a failure marks it failed, and dooms it
+  // when the database broke or ended the transaction, or when `dooming` (savepoint statements).
+  absl::Status Track(absl::Status status, bool dooming = false);
+  void Doom(absl::Status why);
+  // SQLite's commit and rollback hooks, set while the transaction is open: a commit the store
+  // did not ask for (through native_handle()) is turned into a rollback, and either is noted.
+  static int OnCommit(void* self);
+  static void OnRollback(void* self);
+  void SetHooks(bool on);
+  void End();
   // Prepares `sql` and binds `params` to $1..$N. Errors: InvalidArgument for SQL SQLite
   // rejects, or parameters that do not match the $N the SQL uses.
   absl::StatusOr<Statement> PrepareBound(std::string_view sql, std::span<const SqlValue> params);
@@ -62,6 +74,10 @@ class SqliteTransaction final : public StoreTransaction {
   const Clock& clock_;
   const Millis retention_;
   bool open_ = true;
+  bool failed_ = false;         // a statement failed since the last rollback to a savepoint
+  bool ending_ = false;         // the store itself is committing or rolling back
+  bool ended_outside_ = false;  // SQLite committed or rolled back without the store asking
+  absl::Status doomed_;
 };
 
 }  // namespace idem::sqlite

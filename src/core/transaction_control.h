@@ -1,0 +1,20 @@
+// Recognises the SQL an effect must not run inside the guard's transaction: statements that end it
+// or begin another (BEGIN, START TRANSACTION, COMMIT, END, ABORT, ROLLBACK, PREPARE TRANSACTION)
+// and savepoint statements on the store's own savepoints (names starting with "idem_"), whatever
+// comments and whitespace precede or separate their words. Both stores refuse them (idem/store.h).
+#ifndef IDEM_CORE_TRANSACTION_CONTROL_H_
+#define IDEM_CORE_TRANSACTION_CONTROL_H_
+
+#include <string_view>
+
+namespace idem {
+
+// Returns true when `sql` (one statement, as Transaction::Query takes it) begins with a
+// transaction-control statement the store must refuse. Comments (-- to end of line, /* */ nested
+// as PostgreSQL nests them), whitespace and empty statements (;) before and between its words
+// are skipped. ROLLBACK TO / RELEASE / SAVEPOINT of a savepoint not named idem_* stay allowed.
+bool IsTransactionControl(std::string_view sql);
+
+}  // namespace idem
+
+#endif  // IDEM_CORE_TRANSACTION_CONTROL_H_

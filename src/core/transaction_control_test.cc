@@ -1,0 +1,44 @@
+#include "core/transaction_control.h"
+
+#include <gtest/gtest.h>
+
+namespace idem {
+namespace {
+
+TEST(IsTransactionControl, StatementsThatEndOrBeginATransactionAreRecognised) {
+  for (const char* sql :
+       {"COMMIT", "commit", "END", "end transaction", "BEGIN", "begin immediate",
+        "START TRANSACTION", "ROLLBACK", "rollback work", "ABORT", "PREPARE TRANSACTION 'x'"}) {
+    EXPECT_TRUE(IsTransactionControl(sql)) << sql;
+  }
+}
+
+TEST(IsTransactionControl, CommentsWhitespaceAndEmptyStatementsBeforeTheKeywordAreSkipped) {
+  for (const char* sql :
+       {"/* note */ COMMIT", "  \n\t-- why\nCOMMIT", "/* a /* nested */ comment */ END",
+        ";; COMMIT", "/**/BEGIN", "-- one\n-- two\n  rollback", "ROLLBACK /* x */ ;"}) {
+    EXPECT_TRUE(IsTransactionControl(sql)) << sql;
+  }
+}
+
+TEST(IsTransactionControl, TheStoresOwnSavepointsAreProtected) {
+  for (const char* sql :
+       {"RELEASE idem_effect", "release savepoint IDEM_CALL", "ROLLBACK TO idem_effect",
+        "rollback transaction to savepoint \"idem_call\"", "SAVEPOINT idem_effect",
+        "ROLLBACK /* c */ TO /* c */ SAVEPOINT idem_call"}) {
+    EXPECT_TRUE(IsTransactionControl(sql)) << sql;
+  }
+}
+
+TEST(IsTransactionControl, OrdinaryStatementsAndTheEffectsOwnSavepointsPass) {
+  for (const char* sql :
+       {"SELECT 1", "INSERT INTO commits VALUES (1)", "/* COMMIT */ SELECT 1",
+        "-- COMMIT\nUPDATE t SET end_ms = 1", "SAVEPOINT mine", "ROLLBACK TO mine",
+        "RELEASE SAVEPOINT mine", "PREPARE q AS SELECT 1", "WITH x AS (SELECT 1) SELECT * FROM x",
+        "", "   ", "endless_table_scan()", "COMMITS"}) {
+    EXPECT_FALSE(IsTransactionControl(sql)) << sql;
+  }
+}
+
+}  // namespace
+}  // namespace idem
