@@ -28,10 +28,14 @@ http::Request BuildRequest(const CallRequest& call, const HeaderList& extra) {
   return req;
 }
 
-// How the retry policy sees a failed exchange: nothing reached the server, the time ran out, or
-// the connection broke (or the answer was malformed or too large) after the request went out.
+// How the retry policy sees a failed exchange: a failure no retry can change (the host does not
+// exist, the answer was too large or not HTTP), the time ran out, nothing reached the server, or
+// the connection broke after the request went out.
 Kind KindOf(const http::SendResult& sent) {
   const absl::Status& s = sent.response.status();
+  if (absl::IsNotFound(s) || absl::IsResourceExhausted(s) || absl::IsDataLoss(s)) {
+    return Kind::kPermanent;
+  }
   if (absl::IsDeadlineExceeded(s)) return Kind::kTimedOut;
   if (!sent.request_sent) return Kind::kConnectFailed;
   return Kind::kBroken;
@@ -55,8 +59,9 @@ retry::AttemptResult ReadAnswer(const http::Response& res) {
 }  // namespace
 
 AttemptOutcome SendAttempt(http::BlockingClient& client, const CallRequest& request,
-                           const HeaderList& extra, Millis timeout) {
+                           const HeaderList& extra, Millis timeout, const http::Limits& limits) {
   http::SendOptions options;
+  options.limits = limits;
   if (timeout.count() > 0) options.deadline = std::chrono::steady_clock::now() + timeout;
   http::SendResult sent = client.Send(request.url, BuildRequest(request, extra), options);
   AttemptOutcome out;

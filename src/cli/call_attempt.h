@@ -22,9 +22,11 @@ struct AttemptOutcome {
 };
 
 // Sends `request` plus `extra` headers through `client`, giving up after `timeout` (0 = no
-// limit). Interim 1xx answers are read past: the outcome is the final answer. Never throws.
+// limit) and refusing an answer beyond `limits`. Interim 1xx answers are read past: the outcome
+// is the final answer. A failure no retry can change (an unknown host, an answer too large or
+// not HTTP) is Kind::kPermanent. Never throws.
 AttemptOutcome SendAttempt(http::BlockingClient& client, const CallRequest& request,
-                           const HeaderList& extra, Millis timeout);
+                           const HeaderList& extra, Millis timeout, const http::Limits& limits);
 
 }  // namespace idem::cli
 

@@ -37,8 +37,9 @@ constexpr const char* kFooter = R"(Exit status:
   1  the final answer was 4xx or 5xx (after any retries)
   2  usage error: bad flag, duration, count, header, URL (a port not 1-65535), -o FILE that
      cannot be created, --cacert FILE that cannot be read
-  3  no answer: host not found, connection refused or broken, TLS certificate refused (after
-     any retries)
+  3  no usable answer: connection refused or broken, TLS certificate refused (after any
+     retries); or, never retried, host not found, an answer larger than --max-body or
+     --max-header, or an answer that is not HTTP
   4  deadline exceeded: --deadline passed, or the last attempt ran out of --timeout
   5  a retryable failure was not retried: the server sent Idem-Retry: never, the retry budget
      or circuit breaker stopped it, Retry-After asked for more than --max-retry-after, or the
@@ -198,7 +199,7 @@ int RunCall(const CallPlan& plan) {
           extra.emplace_back(std::string(retry::kDeadlineHeader),
                              retry::FormatDeadlineHeader(ctx.timeout));
         }
-        last = SendAttempt(**client, plan.request, extra, ctx.timeout);
+        last = SendAttempt(**client, plan.request, extra, ctx.timeout, plan.limits);
         return last.result;
       },
       [&](const retry::AttemptReport& r) {
@@ -225,6 +226,11 @@ CLI::Option* AddCallFlags(CLI::App* call, CallFlags& flags, uint64_t& seed) {
   call->add_flag("--json", flags.json,
                  "Print one JSON line instead of the body: exit_code, status, attempts, stop, "
                  "stop_text, elapsed_ms, key (the body goes to -o FILE if given)");
+  call->add_option("--max-body", flags.max_body,
+                   "Refuse an answer whose body is larger (never retried; default 256MiB)");
+  call->add_option("--max-header", flags.max_header,
+                   "Refuse an answer whose status line and headers are larger (never retried; "
+                   "default 64KiB)");
   call->add_option("--cacert", flags.cacert,
                    "Trust the CA certificates in this PEM file too (https; default: system only)");
   call->add_option("--key", flags.key,

@@ -14,6 +14,7 @@
 #include <random>
 
 #include "common/status_macros.h"
+#include "gateway/gateway_config.h"
 #include "idem/key.h"
 #include "idem/retry/duration.h"
 #include "idem/uuid.h"
@@ -133,6 +134,23 @@ absl::Status CheckCounts(const CallFlags& f) {
   return absl::OkStatus();
 }
 
+// --max-body and --max-header: sizes such as 512, 64KiB, 256MiB.
+absl::Status FillLimits(const CallFlags& f, CallPlan& plan) {
+  absl::StatusOr<int64_t> body = gateway::ParseByteSize(f.max_body);
+  if (!body.ok() || *body < 1) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--max-body '{}': give a size of at least 1 byte, such as 64KiB or 256MiB", f.max_body));
+  }
+  absl::StatusOr<int64_t> header = gateway::ParseByteSize(f.max_header);
+  if (!header.ok() || *header < 1024 || *header > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--max-header '{}': give a size from 1KiB to 1GiB, such as 64KiB", f.max_header));
+  }
+  plan.limits.max_body = static_cast<uint64_t>(*body);
+  plan.limits.max_header = static_cast<uint32_t>(*header);
+  return absl::OkStatus();
+}
+
 absl::Status FillTiming(const CallFlags& f, CallPlan& plan) {
   IDEM_ASSIGN_OR_RETURN(plan.backoff.jitter, retry::ParseJitter(f.backoff));
   IDEM_ASSIGN_OR_RETURN(plan.backoff.base, FlagDuration("--base", f.base));
@@ -242,6 +260,7 @@ absl::StatusOr<CallPlan> MakeCallPlan(const CallFlags& f) {
     }
   }
   IDEM_RETURN_IF_ERROR(FillTiming(f, plan));
+  IDEM_RETURN_IF_ERROR(FillLimits(f, plan));
   IDEM_RETURN_IF_ERROR(FillKey(f, plan));
   plan.budget_ratio = f.budget_ratio;
   plan.budget_floor = f.budget_floor;

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/call_output.h"
+#include "http/exchange.h"
 #include "http/url.h"
 #include "idem/retry/backoff.h"
 #include "idem/retry/retry_policy.h"
@@ -37,7 +38,9 @@ struct CallFlags {
   std::optional<std::string> data_binary;  // --data-binary: the same as -d (curl's name)
   std::optional<std::string> key;          // --key (given empty: an error, never a fresh key)
   bool no_key = false;                     // --no-key
-  std::string cacert;  // --cacert FILE: CA certificates trusted besides the system's
+  std::string cacert;                // --cacert FILE: CA certificates trusted besides the system's
+  std::string max_body = "256MiB";   // --max-body: the largest answer body accepted
+  std::string max_header = "64KiB";  // --max-header: the largest status line and headers
   int retries = 3;
   std::string backoff = "full";
   std::string base = "100ms";
@@ -61,7 +64,8 @@ struct CallFlags {
 struct CallPlan {
   CallRequest request;
   std::string url;
-  std::string cacert;  // PEM file of extra trusted CA certificates; empty: the system store only
+  std::string cacert;   // PEM file of extra trusted CA certificates; empty: the system store only
+  http::Limits limits;  // --max-body, --max-header
   std::optional<std::string> key;  // the key text; sent on every attempt when set
   bool key_generated = false;
   retry::RetryPolicyOptions policy;

@@ -117,6 +117,27 @@ TEST(IdemCallHostile, FailPrintsNoBodyForAFinalErrorAndSilentNoReason) {
   EXPECT_EQ(silent.err, "");
 }
 
+TEST(IdemCallHostile, AnswerBeyondTheSizeLimitIsNotRetriedAndSaidPlainly) {
+  TestHttpServer server;
+  CallRun r = Idem({"call", "--max-body", "1", "--retries", "3", server.Url("/ok")});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("body larger than the limit of 1 bytes"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("after 1 attempt"), std::string::npos) << r.err;
+  EXPECT_EQ(server.requests().size(), 1u);
+  CallRun bad = Idem({"call", "--max-header", "12", server.Url("/ok")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--max-header"), std::string::npos) << bad.err;
+}
+
+TEST(IdemCallHostile, UnknownHostIsNotRetried) {
+  CallRun r =
+      Idem({"call", "-v", "--retries", "3", "--base", "5ms", "http://no-such-host.invalid:8080/x"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("not found"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("attempt 2/"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not retried"), std::string::npos) << r.err;
+}
+
 TEST(IdemSimHostile, OutputThatCannotBeWrittenExitsNonZero) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"sim", "backoff", "--runs", "2", "--clients", "10"},
