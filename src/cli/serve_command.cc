@@ -103,7 +103,9 @@ int Serve(const gateway::GatewayConfig& config) {
   absl::StatusOr<std::unique_ptr<Store>> store =
       OpenStore(config.store, {.retention = config.retention});
   if (!store.ok()) {
-    spdlog::error("cannot open the store {}: {}", config.store, store.status().ToString());
+    // No log line may carry a password (issue 12): the URI is shown redacted.
+    spdlog::error("cannot open the store {}: {}", RedactStoreUri(config.store),
+                  store.status().ToString());
     return kExitFailed;
   }
   std::unique_ptr<gateway::KeyService> keys =
@@ -118,7 +120,7 @@ int Serve(const gateway::GatewayConfig& config) {
   gateway::Sweeper sweeper(**store, metrics, std::min<Millis>(config.retention, 60s));
   sweeper.Start();
   spdlog::info("idem serve: listening on {}, forwarding to {}, keys in {}{}",
-               (*server)->listen_address(), config.upstream, config.store,
+               (*server)->listen_address(), config.upstream, RedactStoreUri(config.store),
                config.admin.empty() ? "" : ", admin on " + (*server)->admin_address());
   int signal = 0;
   sigwait(&stop_signals, &signal);

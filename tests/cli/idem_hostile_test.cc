@@ -138,6 +138,17 @@ TEST(IdemCallHostile, UnknownHostIsNotRetried) {
   EXPECT_NE(r.err.find("not retried"), std::string::npos) << r.err;
 }
 
+TEST(IdemServeHostile, StorePasswordNeverReachesTheLog) {
+  for (const char* store : {"host=127.0.0.1 port=1 password='se cret' connect_timeout=1",
+                            "postgresql://app:se%20cret@127.0.0.1:1/db?connect_timeout=1"}) {
+    CallRun r = Idem(
+        {"serve", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:1", "--store", store});
+    EXPECT_NE(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("cannot open the store"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("cret"), std::string::npos) << r.err;
+  }
+}
+
 TEST(IdemSimHostile, OutputThatCannotBeWrittenExitsNonZero) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"sim", "backoff", "--runs", "2", "--clients", "10"},
