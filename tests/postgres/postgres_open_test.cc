@@ -48,7 +48,8 @@ class PostgresOpen : public ::testing::Test {
 TEST_F(PostgresOpen, FreshSchemaIsMigratedToTheNewestVersion) {
   ASSERT_TRUE(OpenStore(uri_).ok());
   EXPECT_EQ(Rows("SELECT version, name FROM idem_schema_migrations"),
-            (std::vector<std::vector<std::string>>{{"1", "0001_create_idem_keys.sql"}}));
+            (std::vector<std::vector<std::string>>{{"1", "0001_create_idem_keys.sql"},
+                                                   {"2", "0002_fence_sequence.sql"}}));
   EXPECT_EQ(Rows("SELECT count(*) FROM idem_keys"), (std::vector<std::vector<std::string>>{{"0"}}));
 }
 
@@ -60,9 +61,9 @@ TEST_F(PostgresOpen, BothUriSchemesOpen) {
 
 TEST_F(PostgresOpen, ReopeningAppliesNothingTwice) {
   ASSERT_TRUE(OpenStore(uri_).ok());
+  const auto applied_once = Rows("SELECT version FROM idem_schema_migrations ORDER BY version");
   ASSERT_TRUE(OpenStore(uri_).ok());
-  EXPECT_EQ(Rows("SELECT count(*) FROM idem_schema_migrations"),
-            (std::vector<std::vector<std::string>>{{"1"}}));
+  EXPECT_EQ(Rows("SELECT version FROM idem_schema_migrations ORDER BY version"), applied_once);
 }
 
 TEST_F(PostgresOpen, ManyProcessesOpeningAtOnceMigrateOnce) {
@@ -74,8 +75,10 @@ TEST_F(PostgresOpen, ManyProcessesOpeningAtOnceMigrateOnce) {
   }
   for (std::thread& t : threads) t.join();
   for (const absl::Status& status : results) EXPECT_TRUE(status.ok()) << status;
-  EXPECT_EQ(Rows("SELECT count(*) FROM idem_schema_migrations"),
-            (std::vector<std::vector<std::string>>{{"1"}}));
+  // Each migration once: as many rows as distinct versions, and every embedded one present.
+  EXPECT_EQ(Rows("SELECT count(*), count(DISTINCT version), max(version) FROM "
+                 "idem_schema_migrations"),
+            (std::vector<std::vector<std::string>>{{"2", "2", "2"}}));
 }
 
 TEST_F(PostgresOpen, MalformedUriIsInvalidArgument) {
