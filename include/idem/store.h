@@ -29,8 +29,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -84,6 +86,18 @@ struct ClaimResult {
   KeyRecord record;
 };
 
+// Which records List returns: every filter that is set must hold. Records come in (tenant, key)
+// order, at most `limit` of them; page on by passing the last one's scope as `after`.
+struct KeyQuery {
+  std::optional<std::string> tenant;  // only this tenant (the empty string: the global scope)
+  std::optional<KeyState> state;      // only records in this state
+  std::optional<Millis> older_than;   // only records created at least this long ago
+  std::optional<Millis> newer_than;   // only records created less than this long ago
+  bool include_expired = false;       // also records that expired but are not swept yet
+  std::optional<Scope> after;         // only scopes after this one, for paging
+  int64_t limit = 100;                // 1 to 10000
+};
+
 class StoreTransaction;
 
 class Store {
@@ -134,6 +148,19 @@ class Store {
   // passed too) and returns how many it deleted; call again until it returns less than max_rows.
   // A record a concurrent claim is turning live again is never deleted.
   virtual absl::StatusOr<int64_t> SweepExpired(int64_t max_rows) = 0;
+
+  // --- for operators (idem keys) ---
+
+  // Returns the records `query` selects, with their stored responses. The default
+  // implementation, for stores that cannot list, returns Unimplemented.
+  // Errors: InvalidArgument for a limit outside 1..10000 or a negative age; Unavailable.
+  virtual absl::StatusOr<std::vector<KeyRecord>> List(const KeyQuery& query);
+
+  // Deletes the record of `scope` whatever its state, live or expired: the next arrival of the
+  // key runs its effect again. A worker still holding the key then fails its fenced writes
+  // (Aborted). The default implementation returns Unimplemented.
+  // Errors: NotFound when there is no record; InvalidArgument for a malformed scope; Unavailable.
+  virtual absl::Status Purge(const Scope& scope);
 
   // --- transaction mode ---
 

@@ -187,6 +187,42 @@ absl::StatusOr<int64_t> DeleteClaim(PgConnection& conn, const Scope& scope, int6
   return RowsChanged(result);
 }
 
+absl::StatusOr<std::vector<KeyRecord>> SelectMany(PgConnection& conn, const KeyQuery& query,
+                                                  int64_t now_ms) {
+  // $1 now, $2 limit; then one parameter per filter that is set. Text comparisons in the
+  // binary "C" collation, so that the order (and paging) does not depend on the database's.
+  std::vector<SqlValue> params = {now_ms, query.limit};
+  std::string sql = "SELECT" IDEM_PG_KEY_COLUMNS "FROM idem_keys WHERE true";
+  const auto add = [&](std::string_view condition, SqlValue value) {
+    params.push_back(std::move(value));
+    sql += fmt::format(fmt::runtime(condition), params.size());
+  };
+  if (!query.include_expired) sql += " AND expires_ms > $1";
+  if (query.tenant) add(" AND tenant = ${}", *query.tenant);
+  if (query.state) add(" AND state = ${}", int64_t{static_cast<int>(*query.state)});
+  if (query.older_than) add(" AND created_ms <= $1 - ${}::bigint", query.older_than->count());
+  if (query.newer_than) add(" AND created_ms > $1 - ${}::bigint", query.newer_than->count());
+  if (query.after) {
+    add(" AND (tenant COLLATE \"C\", key COLLATE \"C\") > (${}", query.after->tenant);
+    add(", ${})", query.after->key);
+  }
+  sql += " ORDER BY tenant COLLATE \"C\", key COLLATE \"C\" LIMIT $2";
+  IDEM_ASSIGN_OR_RETURN(Result result, conn.Run(sql, params, "listing of keys"));
+  std::vector<KeyRecord> records;
+  for (int row = 0; row < PQntuples(result.get()); ++row) {
+    records.push_back(ReadRecord(result.get(), row));
+  }
+  return records;
+}
+
+absl::StatusOr<int64_t> DeleteAny(PgConnection& conn, const Scope& scope) {
+  const SqlValue params[] = {scope.tenant, scope.key};
+  IDEM_ASSIGN_OR_RETURN(Result result,
+                        conn.Run("DELETE FROM idem_keys WHERE tenant = $1 AND key = $2", params,
+                                 What("purge", scope)));
+  return RowsChanged(result);
+}
+
 absl::StatusOr<int64_t> DeleteExpired(PgConnection& conn, int64_t now_ms, int64_t max_rows) {
   const SqlValue params[] = {now_ms, max_rows};
   IDEM_ASSIGN_OR_RETURN(

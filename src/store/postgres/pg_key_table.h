@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "idem/record.h"
@@ -56,6 +57,13 @@ absl::StatusOr<int64_t> DeleteClaim(PgConnection& conn, const Scope& scope, int6
                                     int64_t now_ms);
 // Deletes at most `max_rows` records that are expired when deleted, skipping rows a claim holds.
 absl::StatusOr<int64_t> DeleteExpired(PgConnection& conn, int64_t now_ms, int64_t max_rows);
+
+// The records `query` selects (checked by the caller), in (tenant, key) order.
+absl::StatusOr<std::vector<KeyRecord>> SelectMany(PgConnection& conn, const KeyQuery& query,
+                                                  int64_t now_ms);
+
+// Deletes the record of `scope` in any state; returns how many rows it deleted (0 or 1).
+absl::StatusOr<int64_t> DeleteAny(PgConnection& conn, const Scope& scope);
 
 // The Aborted error for a fenced write that changed nothing, naming who holds the key now.
 absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fence, int64_t now_ms,

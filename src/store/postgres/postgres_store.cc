@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "common/status_macros.h"
+#include "core/key_query.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
 #include "store/postgres/pg_key_table.h"
@@ -111,6 +112,23 @@ class PostgresStore final : public Store {
     }
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
     return DeleteExpired(*conn, clock_.NowMillis(), max_rows);
+  }
+
+  absl::StatusOr<std::vector<KeyRecord>> List(const KeyQuery& query) override {
+    IDEM_RETURN_IF_ERROR(ValidateKeyQuery(query));
+    IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
+    return SelectMany(*conn, query, clock_.NowMillis());
+  }
+
+  absl::Status Purge(const Scope& scope) override {
+    IDEM_RETURN_IF_ERROR(ValidateScope(scope));
+    IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
+    IDEM_ASSIGN_OR_RETURN(int64_t deleted, DeleteAny(*conn, scope));
+    if (deleted == 0) {
+      return absl::NotFoundError(
+          fmt::format("key '{}' of tenant '{}' has no record", scope.key, scope.tenant));
+    }
+    return absl::OkStatus();
   }
 
   absl::StatusOr<std::unique_ptr<StoreTransaction>> Begin() override {

@@ -227,6 +227,50 @@ absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, int64_t 
   return StepChanges(conn, stmt);
 }
 
+absl::StatusOr<std::vector<KeyRecord>> SelectMany(Connection& conn, const KeyQuery& query,
+                                                  int64_t now_ms) {
+  // Fixed parameters: ?1 now, ?2 limit; then one per filter that is set, in this order.
+  std::string sql = "SELECT" IDEM_KEY_COLUMNS "FROM idem_keys WHERE 1";
+  int next = 3;
+  const auto add = [&](std::string_view condition) {
+    sql += fmt::format(fmt::runtime(condition), next, next + 1);
+    next += condition.find("{1}") != std::string_view::npos ? 2 : 1;
+  };
+  if (!query.include_expired) sql += " AND expires > ?1";
+  if (query.tenant) add(" AND tenant = ?{0}");
+  if (query.state) add(" AND state = ?{0}");
+  if (query.older_than) add(" AND created <= ?1 - ?{0}");
+  if (query.newer_than) add(" AND created > ?1 - ?{0}");
+  if (query.after) add(" AND (tenant, key) > (?{0}, ?{1})");
+  sql += " ORDER BY tenant, key LIMIT ?2";
+  IDEM_ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(sql));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(1, now_ms));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(2, query.limit));
+  int i = 3;
+  if (query.tenant) IDEM_RETURN_IF_ERROR(stmt.BindText(i++, *query.tenant));
+  if (query.state) IDEM_RETURN_IF_ERROR(stmt.BindText(i++, KeyStateName(*query.state)));
+  if (query.older_than) IDEM_RETURN_IF_ERROR(stmt.BindInt(i++, query.older_than->count()));
+  if (query.newer_than) IDEM_RETURN_IF_ERROR(stmt.BindInt(i++, query.newer_than->count()));
+  if (query.after) {
+    IDEM_RETURN_IF_ERROR(stmt.BindText(i++, query.after->tenant));
+    IDEM_RETURN_IF_ERROR(stmt.BindText(i++, query.after->key));
+  }
+  std::vector<KeyRecord> records;
+  while (true) {
+    IDEM_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
+    if (!has_row) return records;
+    IDEM_ASSIGN_OR_RETURN(KeyRecord record, ReadRecord(stmt));
+    records.push_back(std::move(record));
+  }
+}
+
+absl::StatusOr<int64_t> DeleteAny(Connection& conn, const Scope& scope) {
+  IDEM_ASSIGN_OR_RETURN(Statement stmt,
+                        conn.Prepare("DELETE FROM idem_keys WHERE tenant = ?1 AND key = ?2"));
+  IDEM_RETURN_IF_ERROR(BindScope(stmt, scope));
+  return StepChanges(conn, stmt);
+}
+
 absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p,
                                      bool take_over_lapsed) {
   IDEM_ASSIGN_OR_RETURN(const int64_t fence, NextFence(conn));

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -77,6 +78,13 @@ absl::StatusOr<int64_t> DeleteClaim(Connection& conn, const Scope& scope, int64_
 // Deletes at most `max_rows` expired records (in_progress ones only once their lease passed too)
 // and returns how many. The predicate is checked again on each row it deletes.
 absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, int64_t max_rows);
+
+// The records `query` selects (checked by the caller), in (tenant, key) order.
+absl::StatusOr<std::vector<KeyRecord>> SelectMany(Connection& conn, const KeyQuery& query,
+                                                  int64_t now_ms);
+
+// Deletes the record of `scope` in any state; returns how many rows it deleted (0 or 1).
+absl::StatusOr<int64_t> DeleteAny(Connection& conn, const Scope& scope);
 
 // Claims `p.scope` under the caller's write transaction, with a fence drawn from the counter:
 // INSERT, else replace an expired record, else — only when `take_over_lapsed` — take over an

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/status_macros.h"
+#include "core/key_query.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
 #include "store/sqlite/connection_pool.h"
@@ -62,6 +63,8 @@ class SqliteStore final : public Store {
   absl::Status Release(const Scope& scope, int64_t fence) override;
   absl::StatusOr<KeyRecord> Get(const Scope& scope) override;
   absl::StatusOr<int64_t> SweepExpired(int64_t max_rows) override;
+  absl::StatusOr<std::vector<KeyRecord>> List(const KeyQuery& query) override;
+  absl::Status Purge(const Scope& scope) override;
   absl::StatusOr<std::unique_ptr<StoreTransaction>> Begin() override;
 
  private:
@@ -186,6 +189,27 @@ absl::StatusOr<int64_t> SqliteStore::SweepExpired(int64_t max_rows) {
     return absl::OkStatus();
   }));
   return deleted;
+}
+
+absl::StatusOr<std::vector<KeyRecord>> SqliteStore::List(const KeyQuery& query) {
+  IDEM_RETURN_IF_ERROR(ValidateKeyQuery(query));
+  IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
+  return sqlite::SelectMany(*conn, query, clock_.NowMillis());
+}
+
+absl::Status SqliteStore::Purge(const Scope& scope) {
+  IDEM_RETURN_IF_ERROR(ValidateScope(scope));
+  IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
+  int64_t deleted = 0;
+  IDEM_RETURN_IF_ERROR(InWriteTransaction(*conn, [&]() -> absl::Status {
+    IDEM_ASSIGN_OR_RETURN(deleted, sqlite::DeleteAny(*conn, scope));
+    return absl::OkStatus();
+  }));
+  if (deleted == 0) {
+    return absl::NotFoundError(
+        fmt::format("key '{}' of tenant '{}' has no record", scope.key, scope.tenant));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<StoreTransaction>> SqliteStore::Begin() {
