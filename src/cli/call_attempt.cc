@@ -28,12 +28,13 @@ http::Request BuildRequest(const CallRequest& call, const HeaderList& extra) {
   return req;
 }
 
-// How the retry policy sees a failed exchange: a failure no retry can change (the host does not
-// exist, the answer was too large or not HTTP), the time ran out, nothing reached the server, or
-// the connection broke after the request went out.
+// How the retry policy sees a failed exchange: a failure no retry changes (no such host, a TLS
+// certificate refused, an answer too large or not HTTP), the time ran out, nothing reached the
+// server, or the connection broke after the request went out.
 Kind KindOf(const http::SendResult& sent) {
   const absl::Status& s = sent.response.status();
-  if (absl::IsNotFound(s) || absl::IsResourceExhausted(s) || absl::IsDataLoss(s)) {
+  if (absl::IsNotFound(s) || absl::IsUnauthenticated(s) || absl::IsResourceExhausted(s) ||
+      absl::IsDataLoss(s)) {
     return Kind::kPermanent;
   }
   if (absl::IsDeadlineExceeded(s)) return Kind::kTimedOut;

@@ -17,6 +17,7 @@ namespace idem::cli {
 void AddCallCommand(CLI::App& app, int& exit_code);
 void AddSimCommand(CLI::App& app, int& exit_code);
 void AddServeCommand(CLI::App& app, int& exit_code);
+void AddKeysCommand(CLI::App& app, int& exit_code);
 // `idem completion bash`: hidden; prints a completion script built from `app`, which must
 // outlive the parse.
 void AddCompletionCommand(CLI::App& app, int& exit_code);

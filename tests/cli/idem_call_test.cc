@@ -230,6 +230,22 @@ TEST(IdemCall, HttpsServerOfAnUnknownCaIsRefusedWithNothingSent) {
   EXPECT_TRUE(server.requests().empty());
 }
 
+TEST(IdemCall, RefusedCertificateAndUnknownHostAreNotRetried) {
+  http::testing::TestCertificate cert = http::testing::MakeTestCertificate("IP:127.0.0.1");
+  http::testing::ScriptedServer server(
+      [](const http::testing::SeenRequest&) {
+        return http::testing::ScriptedReply{http::testing::Ok("paid")};
+      },
+      &cert);
+  for (const std::string& url : {server.Url("/pay"), std::string("http://no-such-host.invalid/")}) {
+    CallRun r = Idem(Fast({"call", "-v", "--retries", "3", url}));
+    EXPECT_EQ(r.exit_code, 3) << url << ": " << r.err;
+    EXPECT_NE(r.err.find("attempt 1/4"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("attempt 2/4"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(server.connections(), 1);
+}
+
 TEST(IdemCall, IncludePrintsStatusLineAndHeaders) {
   TestHttpServer server;
   CallRun r = Idem({"call", "-i", server.Url("/ok")});

@@ -1,0 +1,114 @@
+#include "cli/keys_format.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <string_view>
+
+#include "core/utf8.h"
+#include "idem/retry/duration.h"
+
+namespace idem::cli {
+namespace {
+
+std::string Age(int64_t from_ms, int64_t to_ms) {
+  if (to_ms < from_ms) return "-" + retry::FormatDuration(Millis(from_ms - to_ms));
+  return retry::FormatDuration(Millis(to_ms - from_ms));
+}
+
+bool IsText(std::string_view bytes) {
+  return core::FindInvalidUtf8(bytes) == std::string_view::npos;
+}
+
+std::string Base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+std::string Expiry(const KeyRecord& r, int64_t now_ms) {
+  return r.expires_ms <= now_ms ? "expired" : Age(now_ms, r.expires_ms);
+}
+
+}  // namespace
+
+std::string FormatKeyTable(const std::vector<KeyRecord>& records, int64_t now_ms) {
+  std::string out = fmt::format("{:<16} {:<38} {:<12} {:>8} {:>6} {:>10}\n", "TENANT", "KEY",
+                                "STATE", "AGE", "STATUS", "EXPIRES-IN");
+  for (const KeyRecord& r : records) {
+    const std::string status =
+        r.state == KeyState::kInProgress ? std::string("-") : std::to_string(r.response.status);
+    out += fmt::format("{:<16} {:<38} {:<12} {:>8} {:>6} {:>10}\n",
+                       r.scope.tenant.empty() ? "-" : r.scope.tenant, r.scope.key,
+                       KeyStateName(r.state), Age(r.created_ms, now_ms), status, Expiry(r, now_ms));
+  }
+  return out;
+}
+
+std::string FormatKeyDetail(const KeyRecord& r, int64_t now_ms) {
+  std::string out;
+  out += fmt::format("tenant:      {}\n", r.scope.tenant.empty() ? "-" : r.scope.tenant);
+  out += fmt::format("key:         {}\n", r.scope.key);
+  out += fmt::format("state:       {}\n", KeyStateName(r.state));
+  out += fmt::format("fingerprint: {}\n", r.fingerprint);
+  out += fmt::format("fence:       {}\n", r.fence);
+  if (r.state == KeyState::kInProgress) {
+    out += fmt::format("owner:       {}\n", r.owner);
+    out += fmt::format("lease:       {}\n", r.lease_until_ms > now_ms
+                                                ? "ends in " + Age(now_ms, r.lease_until_ms)
+                                                : "lapsed " + Age(r.lease_until_ms, now_ms) +
+                                                      " ago (the next retry takes it over)");
+  }
+  out += fmt::format("created:     {} ago ({} ms)\n", Age(r.created_ms, now_ms), r.created_ms);
+  out += fmt::format("updated:     {} ago ({} ms)\n", Age(r.updated_ms, now_ms), r.updated_ms);
+  out += fmt::format("expires:     {} ({} ms)\n",
+                     r.expires_ms <= now_ms ? "expired" : "in " + Age(now_ms, r.expires_ms),
+                     r.expires_ms);
+  if (r.state == KeyState::kInProgress) return out;
+  out += fmt::format("\nstatus:      {}\n", r.response.status);
+  for (const Header& h : r.response.headers) out += fmt::format("{}: {}\n", h.name, h.value);
+  if (IsText(r.response.body)) {
+    out += "\n" + r.response.body;
+    if (!r.response.body.empty() && r.response.body.back() != '\n') out += "\n";
+  } else {
+    out += fmt::format("\n({} bytes of binary body; --format json shows it in base64)\n",
+                       r.response.body.size());
+  }
+  return out;
+}
+
+std::string KeyRecordJson(const KeyRecord& r, int64_t now_ms, bool with_response) {
+  boost::json::object o;
+  o["tenant"] = r.scope.tenant;
+  o["key"] = r.scope.key;
+  o["state"] = std::string(KeyStateName(r.state));
+  o["fingerprint"] = r.fingerprint;
+  o["fence"] = r.fence;
+  o["owner"] = r.owner;
+  o["lease_until_ms"] = r.lease_until_ms;
+  o["created_ms"] = r.created_ms;
+  o["updated_ms"] = r.updated_ms;
+  o["expires_ms"] = r.expires_ms;
+  o["expired"] = r.expires_ms <= now_ms;
+  if (with_response && r.state != KeyState::kInProgress) {
+    boost::json::object res;
+    res["status"] = r.response.status;
+    boost::json::array headers;
+    for (const Header& h : r.response.headers) headers.push_back({h.name, h.value});
+    res["headers"] = std::move(headers);
+    if (IsText(r.response.body)) {
+      res["body"] = r.response.body;
+    } else {
+      res["body_base64"] = Base64(r.response.body);
+    }
+    o["response"] = std::move(res);
+  }
+  return boost::json::serialize(o);
+}
+
+}  // namespace idem::cli

@@ -1,0 +1,202 @@
+// `idem keys` end to end: the real binary (IDEM_BINARY) on a store filled through the library.
+// Compiled twice: on SQLite, and with IDEM_KEYS_TEST_POSTGRES on the "postgres" CTest fixture's
+// server (a fresh schema per test).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/json/parse.hpp>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "idem/store.h"
+#include "idem_process.h"
+#ifdef IDEM_KEYS_TEST_POSTGRES
+#include "pg_test_support.h"
+#endif
+
+namespace idem::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr char kFingerprint[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+class IdemKeys : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifdef IDEM_KEYS_TEST_POSTGRES
+    absl::StatusOr<pgtest::FreshSchema> fresh = pgtest::CreateFreshSchemaUri();
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    uri_ = fresh->uri;
+#else
+    dir_ = std::filesystem::temp_directory_path() /
+           ("idem-keys-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    uri_ = "sqlite:" + (dir_ / "keys.db").string();
+#endif
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(uri_, {.clock = &clock_});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+  void TearDown() override {
+    store_.reset();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  // Claims (tenant, key) created `age` ago and, unless in_progress, records `status`.
+  void Put(const std::string& tenant, const std::string& key, KeyState state, Millis age,
+           int status = 201) {
+    clock_.Set(SystemClock().NowMillis() - age.count());
+    absl::StatusOr<ClaimResult> c = store_->Claim({{tenant, key}, kFingerprint, "worker-7", 1h});
+    ASSERT_TRUE(c.ok() && c->claimed) << c.status();
+    const StoredResponse res{status, {{"Content-Type", "application/json"}}, "{\"id\":7}"};
+    if (state == KeyState::kCompleted) {
+      ASSERT_TRUE(store_->Complete(c->record.scope, c->record.fence, res).ok());
+    } else if (state == KeyState::kFailedFinal) {
+      ASSERT_TRUE(store_->FailFinal(c->record.scope, c->record.fence, res).ok());
+    }
+  }
+
+  CallRun Keys(std::vector<std::string> args) {
+    args.insert(args.begin(), "keys");
+    args.insert(args.begin() + 2, {"--store", uri_});
+    return Idem(args);
+  }
+
+  ManualClock clock_;
+  std::filesystem::path dir_;
+  std::string uri_;
+  std::unique_ptr<Store> store_;
+};
+
+std::vector<std::string> KeysOf(const std::string& json) {
+  std::vector<std::string> keys;
+  const boost::json::value parsed = boost::json::parse(json);
+  for (const auto& v : parsed.as_array()) {
+    keys.push_back(std::string(v.at("tenant").as_string()) + "/" +
+                   std::string(v.at("key").as_string()));
+  }
+  return keys;
+}
+
+TEST_F(IdemKeys, ListFiltersByTenantStateAndAgeAsJson) {
+  Put("acme", "order-1", KeyState::kCompleted, 2h);
+  Put("acme", "order-2", KeyState::kInProgress, 1min);
+  Put("globex", "order-1", KeyState::kFailedFinal, 30min, 409);
+  CallRun all = Keys({"list", "--format", "json"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(KeysOf(all.out),
+            (std::vector<std::string>{"acme/order-1", "acme/order-2", "globex/order-1"}));
+  EXPECT_EQ(KeysOf(Keys({"list", "--format", "json", "--tenant", "acme"}).out),
+            (std::vector<std::string>{"acme/order-1", "acme/order-2"}));
+  EXPECT_EQ(KeysOf(Keys({"list", "--format", "json", "--state", "in_progress"}).out),
+            (std::vector<std::string>{"acme/order-2"}));
+  EXPECT_EQ(KeysOf(Keys({"list", "--format", "json", "--older-than", "10m"}).out),
+            (std::vector<std::string>{"acme/order-1", "globex/order-1"}));
+  EXPECT_EQ(KeysOf(Keys({"list", "--format", "json", "--newer-than", "1h"}).out),
+            (std::vector<std::string>{"acme/order-2", "globex/order-1"}));
+  EXPECT_EQ(KeysOf(Keys({"list", "--format", "json", "--limit", "1"}).out),
+            (std::vector<std::string>{"acme/order-1"}));
+  const auto first = boost::json::parse(all.out).as_array()[0];
+  EXPECT_EQ(first.at("state").as_string(), "completed");
+  EXPECT_EQ(first.at("fingerprint").as_string(), kFingerprint);
+}
+
+TEST_F(IdemKeys, ListAsTextHasAHeaderAndOneLinePerRecord) {
+  Put("acme", "order-1", KeyState::kCompleted, 2h);
+  Put("", "global-key", KeyState::kInProgress, 1min);
+  CallRun r = Keys({"list"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("TENANT", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("global-key"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("completed"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3);
+}
+
+TEST_F(IdemKeys, ShowPrintsTheRecordAndItsStoredResponse) {
+  Put("acme", "order-1", KeyState::kCompleted, 2h);
+  CallRun text = Keys({"show", "--tenant", "acme", "order-1"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("state:       completed"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Content-Type: application/json"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("{\"id\":7}"), std::string::npos) << text.out;
+  CallRun json = Keys({"show", "--tenant", "acme", "order-1", "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto v = boost::json::parse(json.out);
+  EXPECT_EQ(v.at("response").at("status").as_int64(), 201);
+  EXPECT_EQ(v.at("response").at("body").as_string(), "{\"id\":7}");
+  CallRun absent = Keys({"show", "--tenant", "other", "order-1"});
+  EXPECT_EQ(absent.exit_code, 1) << absent.err;
+  EXPECT_NE(absent.err.find("no live record"), std::string::npos) << absent.err;
+}
+
+TEST_F(IdemKeys, PurgeDeletesButRefusesAKeyInFlightWithoutForce) {
+  Put("acme", "done", KeyState::kCompleted, 2h);
+  Put("acme", "busy", KeyState::kInProgress, 1min);
+  CallRun done = Keys({"purge", "--tenant", "acme", "done"});
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  CallRun busy = Keys({"purge", "--tenant", "acme", "busy"});
+  EXPECT_EQ(busy.exit_code, 4) << busy.err;
+  EXPECT_NE(busy.err.find("--force"), std::string::npos) << busy.err;
+  EXPECT_EQ(KeysOf(Keys({"list", "--format", "json"}).out),
+            (std::vector<std::string>{"acme/busy"}));
+  EXPECT_EQ(Keys({"purge", "--tenant", "acme", "--force", "busy"}).exit_code, 0);
+  EXPECT_EQ(Keys({"list", "--format", "json"}).out, "[]\n");
+  EXPECT_EQ(Keys({"purge", "--tenant", "acme", "busy"}).exit_code, 1);
+}
+
+TEST_F(IdemKeys, SweepDeletesOnlyExpiredRecords) {
+  Put("acme", "old", KeyState::kCompleted, 25h);
+  Put("acme", "new", KeyState::kCompleted, 1h);
+  CallRun expired = Keys({"list", "--format", "json", "--include-expired"});
+  EXPECT_EQ(KeysOf(expired.out), (std::vector<std::string>{"acme/new", "acme/old"}));
+  CallRun r = Keys({"sweep", "--batch", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "swept 1 expired record\n");
+  EXPECT_EQ(KeysOf(Keys({"list", "--format", "json", "--include-expired"}).out),
+            (std::vector<std::string>{"acme/new"}));
+}
+
+TEST_F(IdemKeys, BadInputIsAUsageErrorThatNamesTheProblem) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"list", "--state", "done"}, "in_progress, completed or failed_final"},
+      {{"list", "--older-than", "5x"}, "--older-than"},
+      {{"list", "--format", "yaml"}, "text or json"},
+      {{"list", "--limit", "-1"}, "--limit"},
+      {{"show", "has space"}, "key"},
+      {{"sweep", "--batch", "0"}, "--batch"},
+  };
+  for (const Case& c : cases) {
+    CallRun r = Keys(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+}
+
+#ifndef IDEM_KEYS_TEST_POSTGRES
+TEST_F(IdemKeys, MissingStoreFileIsAUsageErrorAndIsNotCreated) {
+  const std::string path = (dir_ / "typo.db").string();
+  CallRun r = Idem({"keys", "list", "--store", "sqlite:" + path});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path));
+  CallRun bad = Idem({"keys", "list", "--store", "mysql://x"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+#else
+TEST_F(IdemKeys, UnreachableServerExits3) {
+  CallRun r = Idem({"keys", "list", "--store", "postgresql://idem@127.0.0.1:1/idem"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+}
+#endif
+
+}  // namespace
+}  // namespace idem::testing
