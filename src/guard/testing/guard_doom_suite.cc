@@ -71,11 +71,12 @@ TEST_P(GuardTest, EffectThatSwallowsAFailedStatementRecordsNothing) {
 // Ending a call failed after its outcome was recorded: the call reported an error while its
 // effect committed with the batch.
 TEST_P(GuardTest, BatchWhoseSavepointStatementFailsCommitsNothing) {
-  FaultyStore faulty(*store_, {SavepointFault::Kind::kRelease, "idem_call", 1});
+  FaultyStore faulty(*store_,
+                     {SavepointFault::Kind::kRelease, "idem_call", 1, absl::StatusCode::kInternal});
   Guard guard(faulty);
   auto results = guard.RunBatch(
       {{{"t", "a"}, "fp", WriteRow("a", 200)}, {{"t", "b"}, "fp", WriteRow("b", 200)}});
-  EXPECT_EQ(results.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(results.status().code(), absl::StatusCode::kInternal);
   EXPECT_EQ(CountRows("effects"), 0);
   EXPECT_EQ(store_->Get({"t", "a"}).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store_->Get({"t", "b"}).status().code(), absl::StatusCode::kNotFound);
@@ -84,11 +85,12 @@ TEST_P(GuardTest, BatchWhoseSavepointStatementFailsCommitsNothing) {
 // A savepoint that could not be rolled back to leaves the call's claim in place: the batch must
 // not commit it as an orphaned in_progress claim.
 TEST_P(GuardTest, BatchWhoseUndoFailsCommitsNoOrphanedClaim) {
-  FaultyStore faulty(*store_, {SavepointFault::Kind::kRollbackTo, "idem_call", 1});
+  FaultyStore faulty(
+      *store_, {SavepointFault::Kind::kRollbackTo, "idem_call", 1, absl::StatusCode::kInternal});
   Guard guard(faulty);
   auto results = guard.RunBatch(
       {{{"t", "a"}, "fp", WriteRow("a", 200)}, {{"t", "b"}, "fp", WriteRow("b", 503)}});
-  EXPECT_EQ(results.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(results.status().code(), absl::StatusCode::kInternal);
   EXPECT_EQ(CountRows("effects"), 0);
   EXPECT_EQ(store_->Get({"t", "a"}).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store_->Get({"t", "b"}).status().code(), absl::StatusCode::kNotFound);

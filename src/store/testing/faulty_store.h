@@ -1,7 +1,8 @@
 // Test support: fault injection around a real store, as leveldb's fault-injection tests do. A
 // FaultyStore hands out transactions that pass every call to the real one, except that chosen
-// savepoint statements fail (Unavailable) the way a database failing them would: the transaction
-// is then doomed (StoreTransaction::Doomed), as every store must doom it.
+// savepoint statements fail (Unavailable unless told otherwise) the way a database failing them
+// would: the transaction is then doomed (StoreTransaction::Doomed), as every store must doom it.
+// Every other call, Commit included, still passes through: the guard must not commit it.
 #ifndef IDEM_STORE_TESTING_FAULTY_STORE_H_
 #define IDEM_STORE_TESTING_FAULTY_STORE_H_
 
@@ -25,6 +26,8 @@ struct SavepointFault {
   Kind kind = Kind::kRelease;
   std::string name;
   int nth = 1;
+  // The code the failed statement reports (a database may fail a savepoint statement with any).
+  absl::StatusCode code = absl::StatusCode::kUnavailable;
 };
 
 class FaultyTransaction final : public StoreTransaction {
@@ -35,22 +38,18 @@ class FaultyTransaction final : public StoreTransaction {
 
   absl::StatusOr<std::vector<SqlRow>> Query(std::string_view sql,
                                             std::span<const SqlValue> params) override {
-    if (!doomed_.ok()) return doomed_;
     return real_->Query(sql, params);
   }
   absl::StatusOr<int64_t> Execute(std::string_view sql, std::span<const SqlValue> params) override {
-    if (!doomed_.ok()) return doomed_;
     return real_->Execute(sql, params);
   }
   void* native_handle() override { return real_->native_handle(); }
   absl::StatusOr<ClaimResult> Claim(const Scope& scope, std::string_view fingerprint,
                                     std::string_view owner) override {
-    if (!doomed_.ok()) return doomed_;
     return real_->Claim(scope, fingerprint, owner);
   }
   absl::Status Finish(const Scope& scope, int64_t fence, KeyState state,
                       const StoredResponse& response) override {
-    if (!doomed_.ok()) return doomed_;
     return real_->Finish(scope, fence, state, response);
   }
   absl::Status Savepoint(std::string_view name) override {
@@ -71,23 +70,19 @@ class FaultyTransaction final : public StoreTransaction {
     }
     return real_->ReleaseSavepoint(name);
   }
-  absl::Status Commit() override {
-    if (!doomed_.ok()) {
-      real_->Rollback().IgnoreError();
-      return doomed_;
-    }
-    return real_->Commit();
-  }
+  // Passes through even when doomed: what is tested is that the guard never commits a doomed
+  // transaction, not that the wrapper refuses to.
+  absl::Status Commit() override { return real_->Commit(); }
   absl::Status Rollback() override { return real_->Rollback(); }
   absl::Status Doomed() const override { return doomed_.ok() ? real_->Doomed() : doomed_; }
 
  private:
   absl::Status Inject(SavepointFault::Kind kind, std::string_view name) {
-    if (!doomed_.ok()) return doomed_;
     if (kind != fault_.kind || name != fault_.name || ++seen_ != fault_.nth) {
       return absl::OkStatus();
     }
-    doomed_ = absl::UnavailableError(
+    doomed_ = absl::Status(
+        fault_.code,
         fmt::format("injected fault: savepoint statement on '{}' failed", std::string(name)));
     return doomed_;
   }
