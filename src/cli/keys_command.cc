@@ -41,7 +41,8 @@ Examples:
 
 struct KeysFlags {
   std::string store;
-  std::string tenant;  // the global scope when empty
+  std::string lock_timeout;  // a duration; StoreOptions' default when empty
+  std::string tenant;        // the global scope when empty
   std::string format = "text";
   // list
   std::optional<std::string> state, older_than, newer_than;
@@ -61,7 +62,10 @@ int Fail(int code, const std::string& message) {
 
 int StoreFailure(const absl::Status& s) {
   const bool usage = absl::IsInvalidArgument(s) || absl::IsNotFound(s);
-  return Fail(usage ? kExitUsage : kExitStore, std::string(s.message()));
+  std::string message(s.message());
+  // A store another process holds locked: say which flag waits longer.
+  if (absl::IsUnavailable(s)) message += " (give a longer --lock-timeout to wait longer)";
+  return Fail(usage ? kExitUsage : kExitStore, message);
 }
 
 int Print(const std::string& text) {
@@ -73,6 +77,14 @@ absl::StatusOr<std::unique_ptr<Store>> Open(const KeysFlags& f) {
   StoreOptions options;
   options.create_if_missing = false;  // a mistyped path is an error, not a new empty store
   options.max_connections = 1;
+  if (!f.lock_timeout.empty()) {
+    absl::StatusOr<Millis> wait = retry::ParseDuration(f.lock_timeout);
+    if (!wait.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("--lock-timeout: {}", std::string(wait.status().message())));
+    }
+    options.lock_timeout = *wait;
+  }
   return OpenStore(f.store, options);
 }
 
@@ -193,6 +205,10 @@ int RunSweep(const KeysFlags& f) {
 
 void AddStoreFlags(CLI::App* sub, KeysFlags& f) {
   sub->add_option("--store", f.store, "The store: sqlite:PATH or postgresql://...")->required();
+  sub->add_option("--lock-timeout", f.lock_timeout,
+                  "How long to wait for a store locked by another process, at open and at each "
+                  "statement, e.g. 500ms, 30s (default 5s)")
+      ->type_name("DURATION");
 }
 
 void AddScopeFlags(CLI::App* sub, KeysFlags& f) {

@@ -42,7 +42,7 @@ Example:
 
 struct Flags {
   std::string listen, upstream, store, admin, config, lease, upstream_timeout, retention, max_body,
-      tenant_header, log_level = "info";
+      tenant_header, lock_timeout, log_level = "info";
   bool require_key = false;
   int io_threads = 0;
   int store_threads = 0;
@@ -67,7 +67,8 @@ absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayCon
   for (const DurationFlag& d :
        {DurationFlag{"--lease", f.lease, config.lease},
         DurationFlag{"--upstream-timeout", f.upstream_timeout, config.upstream_timeout},
-        DurationFlag{"--retention", f.retention, config.retention}}) {
+        DurationFlag{"--retention", f.retention, config.retention},
+        DurationFlag{"--lock-timeout", f.lock_timeout, config.store_lock_timeout}}) {
     if (!given(d.name)) continue;
     absl::StatusOr<Millis> value = retry::ParseDuration(d.text);
     if (!value.ok())
@@ -100,12 +101,15 @@ int Serve(const gateway::GatewayConfig& config) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  absl::StatusOr<std::unique_ptr<Store>> store =
-      OpenStore(config.store, {.retention = config.retention});
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(
+      config.store, {.retention = config.retention, .lock_timeout = config.store_lock_timeout});
   if (!store.ok()) {
     // No log line may carry a password (issue 12): the URI is shown redacted.
-    spdlog::error("cannot open the store {}: {}", RedactStoreUri(config.store),
-                  store.status().ToString());
+    spdlog::error("cannot open the store {}: {}{}", RedactStoreUri(config.store),
+                  store.status().ToString(),
+                  absl::IsUnavailable(store.status())
+                      ? " (give a longer --lock-timeout to wait longer for a locked store)"
+                      : "");
     return kExitFailed;
   }
   std::unique_ptr<gateway::KeyService> keys =
@@ -152,6 +156,8 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-body", f->max_body, "Largest guarded request body (1MiB)");
   cmd->add_flag("--require-key", f->require_key, "POST and PATCH without a key get 400");
   cmd->add_option("--tenant-header", f->tenant_header, "Header naming the tenant of a key");
+  cmd->add_option("--lock-timeout", f->lock_timeout,
+                  "How long a store call waits for a store locked by another process (5s)");
   cmd->add_option("--io-threads", f->io_threads, "io threads (default: one per core)");
   cmd->add_option("--store-threads", f->store_threads, "Threads calling the store (4)");
   cmd->add_option("--log-level", f->log_level, "trace, debug, info, warn, error (info)")

@@ -58,6 +58,8 @@ struct GatewayConfig {
   Millis lease = 30s;
   Millis upstream_timeout = 10s;
   Millis retention = 24h;
+  // How long a store call waits for a lock another process holds (StoreOptions::lock_timeout).
+  Millis store_lock_timeout = 5s;
   int64_t max_body = 1 << 20;  // bytes; a larger body is refused with 413
   bool require_key = false;    // the default route requires a key
   std::string tenant_header;   // empty: SHA-256 of Authorization, else the global scope

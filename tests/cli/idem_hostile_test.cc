@@ -149,6 +149,13 @@ TEST(IdemServeHostile, StorePasswordNeverReachesTheLog) {
   }
 }
 
+TEST(IdemServeHostile, LockTimeoutIsAFlagAndABadOneIsAUsageError) {
+  CallRun r = Idem({"serve", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:1",
+                    "--store", "sqlite::memory:", "--lock-timeout", "soon"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--lock-timeout"), std::string::npos) << r.err;
+}
+
 TEST(IdemSimHostile, OutputThatCannotBeWrittenExitsNonZero) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"sim", "backoff", "--runs", "2", "--clients", "10"},

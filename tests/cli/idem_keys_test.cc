@@ -174,6 +174,7 @@ TEST_F(IdemKeys, BadInputIsAUsageErrorThatNamesTheProblem) {
       {{"list", "--limit", "-1"}, "--limit"},
       {{"show", "has space"}, "key"},
       {{"sweep", "--batch", "0"}, "--batch"},
+      {{"sweep", "--lock-timeout", "soon"}, "--lock-timeout"},
   };
   for (const Case& c : cases) {
     CallRun r = Keys(c.args);
@@ -183,6 +184,21 @@ TEST_F(IdemKeys, BadInputIsAUsageErrorThatNamesTheProblem) {
 }
 
 #ifndef IDEM_KEYS_TEST_POSTGRES
+TEST_F(IdemKeys, LockedStoreIsWaitedForUpToLockTimeoutAndTheFlagIsNamed) {
+  Put("acme", "old", KeyState::kCompleted, 25h);
+  absl::StatusOr<std::unique_ptr<StoreTransaction>> held = store_->Begin();  // the write lock
+  ASSERT_TRUE(held.ok()) << held.status();
+  CallRun r = Keys({"sweep", "--lock-timeout", "300ms"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("--lock-timeout"), std::string::npos) << r.err;
+  EXPECT_GE(r.took, 300ms);
+  ASSERT_TRUE((*held)->Rollback().ok());
+  // Once the lock is gone the same command goes through.
+  CallRun after = Keys({"sweep", "--lock-timeout", "300ms"});
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(after.out, "swept 1 expired record\n");
+}
+
 TEST_F(IdemKeys, MissingStoreFileIsAUsageErrorAndIsNotCreated) {
   const std::string path = (dir_ / "typo.db").string();
   CallRun r = Idem({"keys", "list", "--store", "sqlite:" + path});
