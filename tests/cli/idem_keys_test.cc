@@ -15,6 +15,9 @@
 #include "idem_process.h"
 #ifdef IDEM_KEYS_TEST_POSTGRES
 #include "pg_test_support.h"
+// CTest names tests Suite.Name: the PostgreSQL build needs a suite name of its own, or its tests
+// collide with the SQLite build's and lose the "postgres" fixture.
+#define IdemKeys IdemKeysPostgres
 #endif
 
 namespace idem::testing {
