@@ -9,6 +9,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <string>
+
+#include "idem/store.h"
 
 namespace idem::pgtest {
 namespace {
@@ -89,6 +92,41 @@ absl::StatusOr<std::string> CreateFreshSchema() {
       AdminQuery("", fmt::format("CREATE SCHEMA {}", schema));
   if (!done.ok()) return done.status();
   return schema;
+}
+
+namespace {
+
+// The schema the running test's open_fresh made; open_again reopens it.
+std::string& CurrentSchema() {
+  static std::string schema;
+  return schema;
+}
+
+absl::StatusOr<std::unique_ptr<Store>> OpenInSchema(const std::string& schema,
+                                                    const StoreOptions& options) {
+  absl::StatusOr<std::string> uri = ServerUri();
+  if (!uri.ok()) return uri.status();
+  return OpenStore(UriWithSchema(*uri, schema), options);
+}
+
+}  // namespace
+
+testing::StoreFactory PostgresStoreFactory() {
+  return testing::StoreFactory{
+      .name = "postgres",
+      .open_fresh = [](const StoreOptions& options) -> absl::StatusOr<std::unique_ptr<Store>> {
+        absl::StatusOr<std::string> schema = CreateFreshSchema();
+        if (!schema.ok()) return schema.status();
+        CurrentSchema() = *schema;
+        return OpenInSchema(*schema, options);
+      },
+      .open_again = [](const StoreOptions& options) -> absl::StatusOr<std::unique_ptr<Store>> {
+        if (CurrentSchema().empty()) {
+          return absl::FailedPreconditionError("open_again before open_fresh");
+        }
+        return OpenInSchema(CurrentSchema(), options);
+      },
+  };
 }
 
 absl::Status RestartServer() {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "store/testing/store_conformance.h"
 
 namespace idem::pgtest {
 
@@ -32,6 +33,10 @@ absl::StatusOr<FreshSchema> CreateFreshSchemaUri();
 // and returns the last statement's rows as text (NULL as "<null>").
 absl::StatusOr<std::vector<std::vector<std::string>>> AdminQuery(std::string_view schema,
                                                                  std::string_view sql);
+
+// The StoreFactory the store conformance suite and the guard suites run PostgreSQL through: each
+// open_fresh makes a fresh schema on the fixture's server; open_again reopens the newest one.
+testing::StoreFactory PostgresStoreFactory();
 
 // Restarts the server (pg_ctl restart -m fast) and returns once it accepts connections again.
 // Every other test on that server sees its connections drop: only a test with a server of its own
