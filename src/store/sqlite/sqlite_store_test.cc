@@ -13,6 +13,7 @@
 
 #include "store/sqlite/sqlite_schema.h"
 #include "store/testing/conformance_helpers.h"
+#include "store/testing/sqlite_store_factory.h"
 #include "store/testing/store_conformance.h"
 
 namespace idem {
@@ -30,23 +31,9 @@ std::string NewTempDir() {
   return dir == nullptr ? std::string() : std::string(dir);
 }
 
-std::string& CurrentPath() {
-  static std::string path;
-  return path;
-}
-
-absl::StatusOr<std::unique_ptr<Store>> OpenFresh(const StoreOptions& options) {
-  CurrentPath() = NewTempDir() + "/idem.db";
-  return OpenSqliteStore(CurrentPath(), "", options);
-}
-
-absl::StatusOr<std::unique_ptr<Store>> OpenAgain(const StoreOptions& options) {
-  return OpenSqliteStore(CurrentPath(), "", options);
-}
-
 using testing::StoreConformanceTest;
 INSTANTIATE_TEST_SUITE_P(Sqlite, StoreConformanceTest,
-                         ::testing::Values(testing::StoreFactory{"sqlite", &OpenFresh, &OpenAgain}),
+                         ::testing::Values(testing::SqliteStoreFactory()),
                          testing::StoreFactoryName);
 
 // A raw connection to the file, standing for another program (or another idem process).
