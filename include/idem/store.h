@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,6 +99,39 @@ struct KeyQuery {
   int64_t limit = 100;                // 1 to 10000
 };
 
+// One write of Store::ApplyLeaseBatch. Each kind means what the lease-mode call of the same name
+// means, with the differences ApplyLeaseBatch states.
+struct LeaseWrite {
+  enum class Kind { kClaim, kHeartbeat, kComplete, kFailFinal, kRelease };
+  Kind kind = Kind::kClaim;
+  Scope scope;
+  std::string fingerprint;  // kClaim
+  std::string owner;        // kClaim
+  Millis lease{0};          // kClaim, kHeartbeat: the lease runs to the store's now + lease
+  int64_t fence = 0;        // every kind but kClaim: the fence the writer holds
+  StoredResponse response;  // kComplete, kFailFinal
+};
+
+struct LeaseWriteResult {
+  // This write's own status, with its single call's meanings: Aborted when the record is no
+  // longer in_progress with the writer's fence; InvalidArgument for a malformed scope. A claim
+  // that finds a live record is not an error (status OK, claimed false).
+  absl::Status status;
+  // kClaim: true when the caller holds the key now: a new record, an expired record replaced, or
+  // an in_progress record of the same fingerprint whose lease had passed, taken over.
+  bool claimed = false;
+  bool taken_over = false;  // kClaim: the claim took over a lapsed lease
+  // kClaim: the caller's new in_progress record when claimed; otherwise the live record that
+  // blocked the claim, in any state (an in_progress one with its lease_until_ms, so the caller can
+  // say when to retry or wait for it; another fingerprint means another request).
+  KeyRecord record;
+  // kClaim when claimed, kHeartbeat when OK: the lease's new end, by the store's clock.
+  int64_t lease_until_ms = 0;
+  // The store's clock when the write ran: compare lease_until_ms with this, never with the
+  // caller's own clock (hosts sharing a store may disagree on the time).
+  int64_t now_ms = 0;
+};
+
 class StoreTransaction;
 
 class Store {
@@ -148,6 +182,23 @@ class Store {
   // passed too) and returns how many it deleted; call again until it returns less than max_rows.
   // A record a concurrent claim is turning live again is never deleted.
   virtual absl::StatusOr<int64_t> SweepExpired(int64_t max_rows) = 0;
+
+  // --- lease mode, many writes in one commit (group commit) ---
+
+  // Applies `writes` in one transaction with one durable commit and returns one result per write,
+  // in the same order. Writes on one scope apply in the order given; each write keeps its single
+  // call's meaning, and one write's failure leaves the others alone. Two differences from the
+  // single calls, for callers that retry over a lost connection or meet in-flight duplicates:
+  //  - kClaim takes over, within the same write, an in_progress record of the same fingerprint
+  //    whose lease has passed (no separate TakeOver); a lapsed lease of another fingerprint is
+  //    returned unclaimed, like a live one.
+  //  - kComplete and kFailFinal are idempotent: on a record already finished with the same fence,
+  //    state and response they return OK and change nothing.
+  // A result is returned only once the batch's commit is durable.
+  // Errors (nothing of the batch is committed): Unavailable when the store is busy or down, or
+  // the commit failed; its outcome is unknown when the message says so.
+  virtual absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
+      std::span<const LeaseWrite> writes) = 0;
 
   // --- for operators (idem keys) ---
 

@@ -9,6 +9,7 @@
 
 #include "common/status_macros.h"
 #include "core/key_query.h"
+#include "core/lease_batch_one_by_one.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
 #include "store/postgres/pg_key_table.h"
@@ -63,6 +64,11 @@ class PostgresStore final : public Store {
         "'{}', lease until {} (now {}); someone else holds or finished it",
         p.scope.key, p.scope.tenant, expected_fence, live->fence, live->owner, live->lease_until_ms,
         p.now_ms));
+  }
+
+  absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
+      std::span<const LeaseWrite> writes) override {
+    return ApplyLeaseBatchOneByOne(*this, clock_, writes);
   }
 
   absl::Status Heartbeat(const Scope& scope, int64_t fence, Millis lease) override {

@@ -12,6 +12,7 @@
 
 #include "common/status_macros.h"
 #include "core/key_query.h"
+#include "core/lease_batch_one_by_one.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
 #include "store/sqlite/connection_pool.h"
@@ -65,6 +66,10 @@ class SqliteStore final : public Store {
   absl::StatusOr<int64_t> SweepExpired(int64_t max_rows) override;
   absl::StatusOr<std::vector<KeyRecord>> List(const KeyQuery& query) override;
   absl::Status Purge(const Scope& scope) override;
+  absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
+      std::span<const LeaseWrite> writes) override {
+    return ApplyLeaseBatchOneByOne(*this, clock_, writes);
+  }
   absl::StatusOr<std::unique_ptr<StoreTransaction>> Begin() override;
 
  private:

@@ -117,6 +117,10 @@ class FaultyStore final : public Store {
   absl::StatusOr<int64_t> SweepExpired(int64_t max_rows) override {
     return real_.SweepExpired(max_rows);
   }
+  absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
+      std::span<const LeaseWrite> writes) override {
+    return real_.ApplyLeaseBatch(writes);
+  }
   absl::StatusOr<std::unique_ptr<StoreTransaction>> Begin() override {
     absl::StatusOr<std::unique_ptr<StoreTransaction>> real = real_.Begin();
     if (!real.ok()) return real.status();
