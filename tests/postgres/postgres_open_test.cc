@@ -49,7 +49,8 @@ TEST_F(PostgresOpen, FreshSchemaIsMigratedToTheNewestVersion) {
   ASSERT_TRUE(OpenStore(uri_).ok());
   EXPECT_EQ(Rows("SELECT version, name FROM idem_schema_migrations"),
             (std::vector<std::vector<std::string>>{{"1", "0001_create_idem_keys.sql"},
-                                                   {"2", "0002_fence_sequence.sql"}}));
+                                                   {"2", "0002_fence_sequence.sql"},
+                                                   {"3", "0003_outbox.sql"}}));
   EXPECT_EQ(Rows("SELECT count(*) FROM idem_keys"), (std::vector<std::vector<std::string>>{{"0"}}));
 }
 
@@ -78,7 +79,7 @@ TEST_F(PostgresOpen, ManyProcessesOpeningAtOnceMigrateOnce) {
   // Each migration once: as many rows as distinct versions, and every embedded one present.
   EXPECT_EQ(Rows("SELECT count(*), count(DISTINCT version), max(version) FROM "
                  "idem_schema_migrations"),
-            (std::vector<std::vector<std::string>>{{"2", "2", "2"}}));
+            (std::vector<std::vector<std::string>>{{"3", "3", "3"}}));
 }
 
 TEST_F(PostgresOpen, MalformedUriIsInvalidArgument) {
