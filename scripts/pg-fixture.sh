@@ -5,6 +5,8 @@
 #   scripts/pg-fixture.sh start   STATE_DIR   starts it; writes STATE_DIR/uri (the connection
 #                                             URI of the superuser "postgres") and STATE_DIR/env
 #   scripts/pg-fixture.sh restart STATE_DIR   pg_ctl restart -m fast (same port and data)
+#   scripts/pg-fixture.sh pause   STATE_DIR   pg_ctl stop -m fast, keeping the data (a "store down")
+#   scripts/pg-fixture.sh resume  STATE_DIR   starts a paused server again (same port and data)
 #   scripts/pg-fixture.sh stop    STATE_DIR   pg_ctl stop -m fast; removes the temporary folder
 #
 # initdb and postgres refuse to run as root: as root the server runs as the "postgres" user (with
@@ -15,7 +17,7 @@ set -euo pipefail
 cmd=${1:-}
 state=${2:-}
 if [[ -z "$cmd" || -z "$state" ]]; then
-  echo "usage: $0 start|restart|stop STATE_DIR" >&2
+  echo "usage: $0 start|restart|pause|resume|stop STATE_DIR" >&2
   exit 2
 fi
 
@@ -134,6 +136,25 @@ restart() {
   fi
 }
 
+pause() {
+  load_state
+  if ! as_server "$IDEM_PG_BIN/pg_ctl" -D "$IDEM_PG_DATA" -w -t 60 -m fast stop >/dev/null 2>&1; then
+    echo "pg-fixture: pause (stop) failed" >&2
+    log_tail "$IDEM_PG_ROOT/server.log"
+    exit 1
+  fi
+}
+
+resume() {
+  load_state
+  if ! as_server "$IDEM_PG_BIN/pg_ctl" -D "$IDEM_PG_DATA" -l "$IDEM_PG_ROOT/server.log" -w -t 60 \
+      start >/dev/null 2>&1; then
+    echo "pg-fixture: resume (start) failed" >&2
+    log_tail "$IDEM_PG_ROOT/server.log"
+    exit 1
+  fi
+}
+
 stop() {
   load_state
   local rc=0
@@ -152,6 +173,8 @@ stop() {
 case "$cmd" in
   start) start ;;
   restart) restart ;;
+  pause) pause ;;
+  resume) resume ;;
   stop) stop ;;
-  *) echo "usage: $0 start|restart|stop STATE_DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 start|restart|pause|resume|stop STATE_DIR" >&2; exit 2 ;;
 esac

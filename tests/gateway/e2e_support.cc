@@ -2,12 +2,15 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #pragma GCC diagnostic push
@@ -136,6 +139,87 @@ long JsonNumber(const std::string& json, const std::string& field) {
   const size_t at = json.find(needle);
   if (at == std::string::npos) return -1;
   return std::strtol(json.c_str() + at + needle.size(), nullptr, 10);
+}
+
+RawConnection::RawConnection(int port) {
+  fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd_);
+    fd_ = -1;
+  }
+}
+
+RawConnection::~RawConnection() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool RawConnection::Write(const std::string& bytes) {
+  size_t done = 0;
+  while (fd_ >= 0 && done < bytes.size()) {
+    const ssize_t n = send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return fd_ >= 0;
+}
+
+std::string RawConnection::ReadUntilClosed(std::chrono::milliseconds bound) {
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (fd_ >= 0 && !closed_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{.fd = fd_, .events = POLLIN, .revents = 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) {
+      closed_ = true;
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+RunResult Run(const std::vector<std::string>& argv, const std::string& scratch_dir,
+              std::chrono::milliseconds bound) {
+  static int runs = 0;
+  const std::string log = scratch_dir + "/run-" + std::to_string(++runs) + ".log";
+  RunResult result;
+  {
+    Child child(argv, log);
+    result.exit_code = child.Wait(bound);
+  }
+  result.output = ReadFile(log);
+  return result;
+}
+
+double MetricValue(const std::string& metrics, const std::string& name) {
+  std::istringstream lines(metrics);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 &&
+        line[name.size()] == ' ')
+      return std::strtod(line.c_str() + name.size() + 1, nullptr);
+  }
+  return -1;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
 }
 
 }  // namespace idem::e2e

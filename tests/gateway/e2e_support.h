@@ -60,6 +60,44 @@ bool Eventually(const std::function<bool()>& condition,
 // A JSON number field of `json` (a flat object), -1 when absent.
 long JsonNumber(const std::string& json, const std::string& field);
 
+// A raw TCP connection to 127.0.0.1:port for clients that misbehave on purpose (slow headers,
+// stalled or truncated bodies). Closed when destroyed.
+class RawConnection {
+ public:
+  explicit RawConnection(int port);
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+  ~RawConnection();
+
+  bool connected() const { return fd_ >= 0; }
+  // Writes all of `bytes`; false when the peer closed or reset the connection.
+  bool Write(const std::string& bytes);
+  // Reads until the peer closes the connection or `bound` passes; returns what arrived. Sets
+  // closed() when the peer closed (or reset) it.
+  std::string ReadUntilClosed(std::chrono::milliseconds bound);
+  bool closed() const { return closed_; }
+
+ private:
+  int fd_ = -1;
+  bool closed_ = false;
+};
+
+// Runs `argv` to completion (bounded by `bound`) and returns its exit code (-1 on timeout) and
+// its stdout and stderr together.
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+};
+RunResult Run(const std::vector<std::string>& argv, const std::string& scratch_dir,
+              std::chrono::milliseconds bound = std::chrono::seconds(30));
+
+// The value of an unlabelled or labelled Prometheus sample `name` (e.g.
+// `idem_requests_total{decision="executed"}`) in `metrics`, -1 when absent.
+double MetricValue(const std::string& metrics, const std::string& name);
+
+std::string ReadFile(const std::string& path);
+void WriteFile(const std::string& path, const std::string& text);
+
 }  // namespace idem::e2e
 
 #endif  // IDEM_TESTS_GATEWAY_E2E_SUPPORT_H_

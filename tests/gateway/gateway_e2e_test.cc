@@ -2,106 +2,18 @@
 // of the real examples/charges upstream, on SQLite (gateway_e2e_test) and on PostgreSQL
 // (gateway_e2e_postgres_test, on the "postgres" CTest fixture). Every wait polls a condition with
 // a deadline; the upstream holds a request until the test releases it (X-Charges-Hold).
-#include <gtest/gtest.h>
 #include <signal.h>
-#include <stdlib.h>
 
 #include <atomic>
-#include <filesystem>
-#include <fstream>
-#include <memory>
-#include <sstream>
 #include <thread>
 
-#include "e2e_support.h"
-#ifdef IDEM_E2E_POSTGRES
-#include "pg_test_support.h"
-// One source, two binaries: CTest needs distinct test names for the PostgreSQL run.
-#define GatewayE2E PostgresGatewayE2E
-#endif
+#include "gateway_fixture.h"
 
 namespace idem::e2e {
 namespace {
 
-using Headers = std::vector<std::pair<std::string, std::string>>;
-const std::string kBody = R"({"amount":4200,"currency":"eur"})";
-
-class GatewayE2E : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char dir[] = "/tmp/idem-gateway-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-    charges_port_ = FreePort();
-    charges_ = std::make_unique<Child>(
-        std::vector<std::string>{CHARGES_BINARY, "--listen",
-                                 "127.0.0.1:" + std::to_string(charges_port_)},
-        dir_ + "/charges.log");
-    ASSERT_TRUE(Eventually([&] { return Send(charges_port_, "GET", "/stats").status == 200; }));
-#ifdef IDEM_E2E_POSTGRES
-    auto fresh = pgtest::CreateFreshSchemaUri();
-    ASSERT_TRUE(fresh.ok()) << fresh.status();
-    store_ = fresh->uri;
-#else
-    store_ = "sqlite:" + dir_ + "/idem.db";
-#endif
-    port_ = FreePort();
-    admin_port_ = FreePort();
-  }
-
-  void TearDown() override {
-    gateway_.reset();
-    charges_.reset();
-    if (HasFailure()) std::cerr << "idem serve log:\n" << Log() << "\n";
-    std::filesystem::remove_all(dir_);
-  }
-
-  std::string Log() const {
-    std::ifstream in(dir_ + "/idem.log");
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
-  // Starts idem serve (again, on the same ports and store) with `extra` flags.
-  void StartGateway(std::vector<std::string> extra = {}, std::string upstream = "") {
-    if (upstream.empty()) upstream = "http://127.0.0.1:" + std::to_string(charges_port_);
-    std::vector<std::string> argv = {IDEM_BINARY,    "serve",
-                                     "--listen",     "127.0.0.1:" + std::to_string(port_),
-                                     "--upstream",   upstream,
-                                     "--store",      store_,
-                                     "--admin",      "127.0.0.1:" + std::to_string(admin_port_),
-                                     "--io-threads", "2"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    gateway_ = std::make_unique<Child>(argv, dir_ + "/idem.log");
-    ASSERT_TRUE(Eventually([&] {
-      return !gateway_->Running() || Send(admin_port_, "GET", "/healthz").status == 200;
-    }));
-    ASSERT_TRUE(gateway_->Running()) << Log();
-  }
-
-  Response Post(const std::string& key, const std::string& body = kBody, Headers extra = {},
-                const std::string& target = "/charges") {
-    Headers headers = {{"Idempotency-Key", key}, {"Content-Type", "application/json"}};
-    headers.insert(headers.end(), extra.begin(), extra.end());
-    return Send(port_, "POST", target, headers, body);
-  }
-
-  long Stat(const std::string& field) {
-    return JsonNumber(Send(charges_port_, "GET", "/stats").body, field);
-  }
-
-  void ExpectProblem(const Response& r, int status) {
-    EXPECT_EQ(r.status, status) << r.body << r.error;
-    EXPECT_EQ(r.Header("Content-Type"), "application/problem+json");
-    for (const char* field : {"\"type\"", "\"title\"", "\"status\"", "\"detail\""})
-      EXPECT_NE(r.body.find(field), std::string::npos) << r.body;
-  }
-
-  std::string dir_, store_;
-  int charges_port_ = 0, port_ = 0, admin_port_ = 0;
-  std::unique_ptr<Child> charges_, gateway_;
-};
+class E2E_SUITE(GatewayE2E) : public GatewayFixture {};
+#define GatewayE2E E2E_SUITE(GatewayE2E)
 
 TEST_F(GatewayE2E, RetryReplaysStatusBodyAndHeadersByteForByteWithoutUpstreamCall) {
   StartGateway();

@@ -1,0 +1,131 @@
+// The fixture every gateway end-to-end test builds on: the real examples/charges upstream on a
+// free port, a fresh store (a SQLite file, or a fresh schema on the "postgres" CTest fixture's
+// server when IDEM_E2E_POSTGRES is defined), and helpers to start the real idem binary in front of
+// it. Each test file is compiled twice (tests/gateway/CMakeLists.txt); E2E_SUITE(Name) gives the
+// PostgreSQL binary's suites distinct names for CTest.
+#ifndef IDEM_TESTS_GATEWAY_GATEWAY_FIXTURE_H_
+#define IDEM_TESTS_GATEWAY_GATEWAY_FIXTURE_H_
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "e2e_support.h"
+#ifdef IDEM_E2E_POSTGRES
+#include "pg_test_support.h"
+#define E2E_SUITE(name) Postgres##name
+#else
+#define E2E_SUITE(name) name
+#endif
+
+namespace idem::e2e {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+inline const std::string kBody = R"({"amount":4200,"currency":"eur"})";
+
+class GatewayFixture : public ::testing::Test {
+ protected:
+  static constexpr bool kPostgres =
+#ifdef IDEM_E2E_POSTGRES
+      true;
+#else
+      false;
+#endif
+
+  void SetUp() override {
+    char dir[] = "/tmp/idem-gateway-e2e-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    charges_port_ = FreePort();
+    charges_ = std::make_unique<Child>(
+        std::vector<std::string>{CHARGES_BINARY, "--listen",
+                                 "127.0.0.1:" + std::to_string(charges_port_)},
+        dir_ + "/charges.log");
+    ASSERT_TRUE(Eventually([&] { return Send(charges_port_, "GET", "/stats").status == 200; }));
+#ifdef IDEM_E2E_POSTGRES
+    auto fresh = pgtest::CreateFreshSchemaUri();
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    store_ = fresh->uri;
+#else
+    store_ = "sqlite:" + dir_ + "/idem.db";
+#endif
+    port_ = FreePort();
+    admin_port_ = FreePort();
+  }
+
+  void TearDown() override {
+    gateway_.reset();
+    charges_.reset();
+    if (HasFailure()) std::cerr << "idem serve log:\n" << Log() << "\n";
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string Log() const { return ReadFile(dir_ + "/idem.log"); }
+  std::string Upstream() const { return "http://127.0.0.1:" + std::to_string(charges_port_); }
+
+  // Starts an idem serve on `port` with its admin listener on `admin_port`, logging to `log`.
+  std::unique_ptr<Child> Spawn(int port, int admin_port, const std::vector<std::string>& extra,
+                               const std::string& upstream, const std::string& log) {
+    std::vector<std::string> argv = {IDEM_BINARY,    "serve",
+                                     "--listen",     "127.0.0.1:" + std::to_string(port),
+                                     "--upstream",   upstream,
+                                     "--store",      store_,
+                                     "--admin",      "127.0.0.1:" + std::to_string(admin_port),
+                                     "--io-threads", "2"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto child = std::make_unique<Child>(argv, log);
+    Eventually(
+        [&] { return !child->Running() || Send(admin_port, "GET", "/healthz").status == 200; });
+    return child;
+  }
+
+  // Starts idem serve (again, on the same ports and store) with `extra` flags.
+  void StartGateway(std::vector<std::string> extra = {}, std::string upstream = "") {
+    if (upstream.empty()) upstream = Upstream();
+    gateway_.reset();
+    gateway_ = Spawn(port_, admin_port_, extra, upstream, dir_ + "/idem.log");
+    ASSERT_TRUE(gateway_->Running()) << Log();
+  }
+
+  // Writes `toml` to a config file in the scratch folder and returns its path.
+  std::string Config(const std::string& toml, const std::string& name = "idem.toml") {
+    const std::string path = dir_ + "/" + name;
+    WriteFile(path, toml);
+    return path;
+  }
+
+  Response Post(const std::string& key, const std::string& body = kBody, Headers extra = {},
+                const std::string& target = "/charges") {
+    Headers headers = {{"Idempotency-Key", key}, {"Content-Type", "application/json"}};
+    headers.insert(headers.end(), extra.begin(), extra.end());
+    return Send(port_, "POST", target, headers, body);
+  }
+
+  long Stat(const std::string& field) {
+    return JsonNumber(Send(charges_port_, "GET", "/stats").body, field);
+  }
+  std::string Stats() { return Send(charges_port_, "GET", "/stats").body; }
+  double Metric(const std::string& name) {
+    return MetricValue(Send(admin_port_, "GET", "/metrics").body, name);
+  }
+
+  void ExpectProblem(const Response& r, int status) {
+    EXPECT_EQ(r.status, status) << r.body << r.error;
+    EXPECT_EQ(r.Header("Content-Type"), "application/problem+json");
+    for (const char* field : {"\"type\"", "\"title\"", "\"status\"", "\"detail\""})
+      EXPECT_NE(r.body.find(field), std::string::npos) << r.body;
+  }
+
+  std::string dir_, store_;
+  int charges_port_ = 0, port_ = 0, admin_port_ = 0;
+  std::unique_ptr<Child> charges_, gateway_;
+};
+
+}  // namespace idem::e2e
+
+#endif  // IDEM_TESTS_GATEWAY_GATEWAY_FIXTURE_H_

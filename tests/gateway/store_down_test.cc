@@ -1,0 +1,92 @@
+// End-to-end: a key store that is down or busy fails closed. The gateway answers 503
+// application/problem+json with Retry-After and never forwards the request unguarded; once the
+// store is back, the same key runs (nothing was stored). SQLite: another connection holds the
+// database's write lock. PostgreSQL: the test's private server (the "postgres_restart" fixture,
+// never the shared one) is stopped and started again.
+#include <sqlite3.h>
+
+#include <cstdlib>
+
+#include "gateway_fixture.h"
+
+namespace idem::e2e {
+namespace {
+
+class E2E_SUITE(StoreDownE2E) : public GatewayFixture {
+ protected:
+  void ExpectStoreUnavailable(const Response& r) {
+    ExpectProblem(r, 503);
+    EXPECT_NE(r.body.find("store-unavailable"), std::string::npos) << r.body;
+    EXPECT_GE(std::atoi(r.Header("Retry-After").c_str()), 1) << r.Header("Retry-After");
+  }
+};
+#define StoreDownE2E E2E_SUITE(StoreDownE2E)
+
+#ifndef IDEM_E2E_POSTGRES
+// Holds the SQLite database's write lock from another connection while alive.
+class WriteLockHolder {
+ public:
+  explicit WriteLockHolder(const std::string& path) {
+    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) return;
+    locked_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
+  ~WriteLockHolder() {
+    if (locked_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(db_);
+  }
+  bool locked() const { return locked_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  bool locked_ = false;
+};
+
+TEST_F(StoreDownE2E, LockedStoreIs503WithRetryAfterAndNothingIsForwarded) {
+  StartGateway({"--lock-timeout", "200ms"});
+  ASSERT_EQ(Post("before").status, 201);
+  {
+    WriteLockHolder lock(dir_ + "/idem.db");
+    ASSERT_TRUE(lock.locked());
+    ExpectStoreUnavailable(Post("while-locked"));
+    ExpectStoreUnavailable(Post("while-locked", kBody, {{"X-Charges-Status", "402"}}));
+    EXPECT_EQ(Stat("calls"), 1);
+    EXPECT_EQ(Metric("idem_requests_total{decision=\"store_unavailable\"}"), 2);
+  }
+  const Response after = Post("while-locked");
+  EXPECT_EQ(after.status, 201) << after.body;
+  EXPECT_EQ(after.HeaderCount("Idempotent-Replayed"), 0);
+  EXPECT_EQ(Stat("calls"), 2);
+}
+#else
+// Runs the fixture script on this test's private server (IDEM_PG_FIXTURE_DIR).
+bool Fixture(const std::string& command) {
+  const char* dir = std::getenv("IDEM_PG_FIXTURE_DIR");
+  if (dir == nullptr) return false;
+  const std::string line =
+      std::string("'") + IDEM_PG_FIXTURE_SCRIPT + "' " + command + " '" + dir + "' >&2";
+  return std::system(line.c_str()) == 0;
+}
+
+TEST_F(StoreDownE2E, StoppedServerIs503WithRetryAfterAndNothingIsForwarded) {
+  StartGateway({"--lock-timeout", "1s"});
+  ASSERT_EQ(Post("before").status, 201);
+  ASSERT_TRUE(Fixture("pause"));
+  ExpectStoreUnavailable(Post("while-down"));
+  ExpectStoreUnavailable(Post("before"));
+  EXPECT_EQ(Stat("calls"), 1);
+  ASSERT_TRUE(Fixture("resume"));
+  // The gateway reconnects by itself; the key that met the stopped server was never stored.
+  Response after;
+  ASSERT_TRUE(Eventually([&] {
+    after = Post("while-down");
+    return after.status != 503;
+  }));
+  EXPECT_EQ(after.status, 201) << after.body;
+  EXPECT_EQ(after.HeaderCount("Idempotent-Replayed"), 0);
+  EXPECT_EQ(Post("before").Header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(Stat("calls"), 2);
+}
+#endif
+
+}  // namespace
+}  // namespace idem::e2e
