@@ -1,19 +1,48 @@
 #!/usr/bin/env bash
 # The package test: installs idem's build into an empty prefix, then builds and runs a project
 # outside the tree (tests/package/consumer, plus examples/library/library_example.cc) against
-# that prefix only, through find_package(idem) or through pkg-config. "subproject" builds the
-# same project with idem's sources added by add_subdirectory, as FetchContent does (no install;
-# it compiles the libraries again, so CTest does not run it).
+# that prefix only, through find_package(idem) or through pkg-config.
+#   cmake, pkg-config   install BUILD_DIR (the static libraries of the calling build)
+#   shared              first builds idem's libraries again, shared (-DBUILD_SHARED_LIBS=ON,
+#                       Release, libraries only) into WORK_DIR, then runs both modes against them
+#   fetchcontent        builds the project with idem's sources pulled in by FetchContent, as a
+#                       user's project would: tests off, C++20 from idem's targets, and without
+#                       PostgreSQL (IDEM_WITH_POSTGRES=OFF), checking that libpq is not linked
+# The shared and fetchcontent modes compile the libraries again; they reuse the calling build's
+# compiler launcher (ccache) when it has one: IDEM_COMPILER_LAUNCHER in the environment.
 #
-# usage: run-consumer.sh cmake|pkg-config|subproject BUILD_DIR SOURCE_DIR WORK_DIR
+# usage: run-consumer.sh cmake|pkg-config|shared|fetchcontent BUILD_DIR SOURCE_DIR WORK_DIR
 set -euo pipefail
 mode=$1 build=$2 source=$3 work=$4
 example=$source/examples/library/library_example.cc
+launcher=()
+if [[ -n ${IDEM_COMPILER_LAUNCHER:-} ]]; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$IDEM_COMPILER_LAUNCHER"
+    -DCMAKE_C_COMPILER_LAUNCHER="$IDEM_COMPILER_LAUNCHER")
+fi
+
+if [[ $mode == shared ]]; then
+  rm -rf "$work"
+  mkdir -p "$work"
+  cmake -S "$source" -B "$work/idem-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=ON -DIDEM_BUILD_TESTS=OFF -DIDEM_BUILD_BENCH=OFF \
+    -DIDEM_BUILD_EXAMPLES=OFF -DIDEM_BUILD_CLI=OFF "${launcher[@]}" >"$work/configure.log"
+  cmake --build "$work/idem-build" -j 2 >"$work/build.log"
+  if ! find "$work/idem-build" -name 'libidem_core.so.*' | grep -q .; then
+    echo "the shared build made no libidem_core.so" >&2
+    exit 1
+  fi
+  for sub in cmake pkg-config; do
+    "$0" "$sub" "$work/idem-build" "$source" "$work/$sub"
+  done
+  echo "package test (shared): passed"
+  exit 0
+fi
 
 rm -rf "$work"
 mkdir -p "$work"
 prefix=$work/prefix
-if [[ $mode != subproject ]]; then
+if [[ $mode != fetchcontent ]]; then
   cmake --install "$build" --prefix "$prefix" >"$work/install.log"
   libdir=$(dirname "$(find "$prefix" -name 'idem.pc' -path '*/pkgconfig/*' | head -n1)")/..
 fi
@@ -27,11 +56,25 @@ case $mode in
     cmake --build "$work/build"
     bin=$work/build
     ;;
-  subproject)
+  fetchcontent)
     cmake -S "$source/tests/package/consumer" -B "$work/build" -G Ninja \
-      -DCMAKE_BUILD_TYPE=Debug -DIDEM_SOURCE_DIR="$source" -DIDEM_EXAMPLE_SOURCE="$example"
-    cmake --build "$work/build"
+      -DCMAKE_BUILD_TYPE=Release -DIDEM_SOURCE_DIR="$source" -DIDEM_EXAMPLE_SOURCE="$example" \
+      -DIDEM_WITH_POSTGRES=OFF "${launcher[@]}" >"$work/configure.log"
+    cmake --build "$work/build" -j 2 >"$work/build.log"
     bin=$work/build
+    if ldd "$bin/library_example" | grep -q libpq; then
+      echo "library_example links libpq although IDEM_WITH_POSTGRES=OFF" >&2
+      exit 1
+    fi
+    if grep -rlsE "add_test|_include.cmake" --include=CTestTestfile.cmake "$work/build/_deps" |
+      grep -q .; then
+      echo "idem registered its tests inside a project that only uses it" >&2
+      exit 1
+    fi
+    if find "$work/build/_deps" -type f -name '*_test' | grep -q .; then
+      echo "idem built its tests inside a project that only uses it" >&2
+      exit 1
+    fi
     ;;
   pkg-config)
     export PKG_CONFIG_PATH=$libdir/pkgconfig
@@ -45,7 +88,7 @@ case $mode in
       $(pkg-config --cflags --libs idem-retry) -Wl,-rpath,"$libdir"
     ;;
   *)
-    echo "usage: run-consumer.sh cmake|pkg-config|subproject BUILD_DIR SOURCE_DIR WORK_DIR" >&2
+    echo "usage: run-consumer.sh cmake|pkg-config|shared|fetchcontent BUILD_DIR SOURCE_DIR WORK_DIR" >&2
     exit 2
     ;;
 esac
