@@ -159,6 +159,45 @@ absl::StatusOr<std::optional<KeyRecord>> TakeOverKey(Connection& conn, const Cla
   return taken;
 }
 
+absl::StatusOr<std::optional<UpsertedClaim>> UpsertClaim(Connection& conn, const ClaimParams& p,
+                                                         int64_t fence) {
+  // The SET expressions read the old row: an expired one is replaced whole, a lapsed one keeps
+  // its created time and at least its expiry. An in_progress row has no response to clear.
+  IDEM_ASSIGN_OR_RETURN(
+      Statement stmt,
+      conn.Prepare("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
+                   "lease_until, created, updated, expires) "
+                   "VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7) "
+                   "ON CONFLICT (tenant, key) DO UPDATE SET fingerprint = ?3, "
+                   "state = 'in_progress', fence = ?8, owner = ?4, lease_until = ?6, "
+                   "status = 0, headers = x'', body = x'', "
+                   "created = CASE WHEN expires <= ?5 THEN ?5 ELSE created END, updated = ?5, "
+                   "expires = CASE WHEN expires <= ?5 THEN ?7 ELSE max(expires, ?6) END "
+                   "WHERE expires <= ?5 OR (state = 'in_progress' AND fingerprint = ?3 "
+                   "AND lease_until <= ?5) "
+                   "RETURNING created, expires"));
+  IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(8, fence));
+  IDEM_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
+  if (!has_row) return std::nullopt;
+  std::optional<UpsertedClaim> won(std::in_place);
+  KeyRecord& record = won->record;
+  record.created_ms = stmt.ColumnInt(0);
+  record.expires_ms = stmt.ColumnInt(1);
+  IDEM_RETURN_IF_ERROR(stmt.Step().status());
+  // A lease is positive, so a lapsed lease was claimed before now: only a takeover keeps an
+  // older created time.
+  won->taken_over = record.created_ms != p.now_ms;
+  record.scope = p.scope;
+  record.fingerprint = p.fingerprint;
+  record.state = KeyState::kInProgress;
+  record.fence = fence;
+  record.owner = p.owner;
+  record.lease_until_ms = p.lease_until_ms;
+  record.updated_ms = p.now_ms;
+  return won;
+}
+
 absl::StatusOr<std::optional<KeyRecord>> SelectLive(Connection& conn, const Scope& scope,
                                                     int64_t now_ms) {
   IDEM_ASSIGN_OR_RETURN(Statement stmt,

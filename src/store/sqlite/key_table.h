@@ -61,6 +61,18 @@ absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(Connection& conn, const 
 absl::StatusOr<std::optional<KeyRecord>> TakeOverKey(Connection& conn, const ClaimParams& p,
                                                      int64_t expected_fence);
 
+// One statement that claims `p.scope` with `fence` (an upsert): inserts a new record, replaces an
+// expired one, or takes over a live in_progress record of the same fingerprint whose lease has
+// passed (keeping its created time). Returns nullopt, changing nothing, when a live record blocks
+// the claim. `taken_over` says whether it was a takeover. The caller records the fence as used
+// (UseFence) when the claim wins.
+struct UpsertedClaim {
+  KeyRecord record;
+  bool taken_over = false;
+};
+absl::StatusOr<std::optional<UpsertedClaim>> UpsertClaim(Connection& conn, const ClaimParams& p,
+                                                         int64_t fence);
+
 // Returns the live record of `scope`, or nullopt when absent or expired.
 absl::StatusOr<std::optional<KeyRecord>> SelectLive(Connection& conn, const Scope& scope,
                                                     int64_t now_ms);

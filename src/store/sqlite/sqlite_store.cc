@@ -12,12 +12,12 @@
 
 #include "common/status_macros.h"
 #include "core/key_query.h"
-#include "core/lease_batch_one_by_one.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
 #include "store/sqlite/connection_pool.h"
 #include "store/sqlite/key_table.h"
 #include "store/sqlite/sqlite_integrity.h"
+#include "store/sqlite/sqlite_lease_batch.h"
 #include "store/sqlite/sqlite_options.h"
 #include "store/sqlite/sqlite_schema.h"
 #include "store/sqlite/sqlite_transaction.h"
@@ -68,7 +68,9 @@ class SqliteStore final : public Store {
   absl::Status Purge(const Scope& scope) override;
   absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
       std::span<const LeaseWrite> writes) override {
-    return ApplyLeaseBatchOneByOne(*this, clock_, writes);
+    if (writes.empty()) return std::vector<LeaseWriteResult>();
+    IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
+    return sqlite::ApplyLeaseBatch(*conn, clock_, retention_, writes);
   }
   absl::StatusOr<std::unique_ptr<StoreTransaction>> Begin() override;
 

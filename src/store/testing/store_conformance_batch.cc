@@ -145,6 +145,52 @@ TEST_P(StoreConformanceTest, BatchMalformedScopeFailsThatWriteAlone) {
   EXPECT_TRUE(results[1].claimed);
 }
 
+TEST_P(StoreConformanceTest, BatchClaimsDrawDistinctFencesFromTheStoreWideCounter) {
+  const std::vector<LeaseWrite> writes = {ClaimWrite(MakeScope("a")), ClaimWrite(MakeScope("b")),
+                                          ClaimWrite(MakeScope("a"), "worker-2"),
+                                          ClaimWrite(MakeScope("c"))};
+  IDEM_ASSERT_OK_AND_ASSIGN(std::vector<LeaseWriteResult> results, store_->ApplyLeaseBatch(writes));
+  EXPECT_TRUE(results[0].claimed);
+  EXPECT_TRUE(results[1].claimed);
+  EXPECT_FALSE(results[2].claimed);  // "a" is live: blocked, no fence spent on it
+  EXPECT_EQ(results[2].record.fence, results[0].record.fence);
+  EXPECT_TRUE(results[3].claimed);
+  EXPECT_LT(results[0].record.fence, results[1].record.fence);
+  EXPECT_LT(results[1].record.fence, results[3].record.fence);
+  // The next claim, single or batched, draws past every fence the batch handed out.
+  IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult next, store_->Claim(MakeClaim(MakeScope("d"))));
+  EXPECT_GT(next.record.fence, results[3].record.fence);
+}
+
+TEST_P(StoreConformanceTest, BatchClaimReplacesAnExpiredRecordOfAnyRequest) {
+  IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult old, store_->Claim(MakeClaim(MakeScope("k"))));
+  IDEM_ASSERT_OK(store_->Complete(MakeScope("k"), old.record.fence, SampleResponse()));
+  clock_.Advance(kRetention + 1ms);
+  const std::vector<LeaseWrite> writes = {
+      ClaimWrite(MakeScope("k"), "worker-2", kOtherFingerprint)};
+  IDEM_ASSERT_OK_AND_ASSIGN(std::vector<LeaseWriteResult> results, store_->ApplyLeaseBatch(writes));
+  IDEM_EXPECT_OK(results[0].status);
+  EXPECT_TRUE(results[0].claimed);
+  EXPECT_FALSE(results[0].taken_over);
+  EXPECT_GT(results[0].record.fence, old.record.fence);
+  EXPECT_EQ(results[0].record.created_ms, results[0].now_ms);
+  IDEM_ASSERT_OK_AND_ASSIGN(KeyRecord record, store_->Get(MakeScope("k")));
+  EXPECT_EQ(record, results[0].record);
+  EXPECT_EQ(record.state, KeyState::kInProgress);
+  EXPECT_EQ(record.response, StoredResponse());
+}
+
+TEST_P(StoreConformanceTest, BatchTakeoverKeepsTheRecordsCreatedTime) {
+  IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult first, store_->Claim(MakeClaim(MakeScope("k"))));
+  clock_.Advance(kLease + 5s);
+  const std::vector<LeaseWrite> writes = {ClaimWrite(MakeScope("k"), "worker-2")};
+  IDEM_ASSERT_OK_AND_ASSIGN(std::vector<LeaseWriteResult> results, store_->ApplyLeaseBatch(writes));
+  EXPECT_TRUE(results[0].taken_over);
+  EXPECT_EQ(results[0].record.created_ms, first.record.created_ms);
+  IDEM_ASSERT_OK_AND_ASSIGN(KeyRecord record, store_->Get(MakeScope("k")));
+  EXPECT_EQ(record, results[0].record);
+}
+
 TEST_P(StoreConformanceTest, EmptyBatchIsEmpty) {
   IDEM_ASSERT_OK_AND_ASSIGN(std::vector<LeaseWriteResult> results, store_->ApplyLeaseBatch({}));
   EXPECT_TRUE(results.empty());
