@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "gateway/config_file.h"
 #include "gateway/gateway_config.h"
-#include "gateway/key_service.h"
+#include "gateway/group_commit_key_service.h"
 #include "gateway/metrics.h"
 #include "gateway/server.h"
 #include "gateway/sweeper.h"
@@ -112,9 +112,9 @@ int Serve(const gateway::GatewayConfig& config) {
                       : "");
     return kExitFailed;
   }
-  std::unique_ptr<gateway::KeyService> keys =
-      gateway::NewThreadPoolKeyService(**store, SystemClock(), config.store_threads);
   gateway::Metrics metrics;
+  std::unique_ptr<gateway::KeyService> keys =
+      gateway::NewGroupCommitKeyService(**store, metrics, {.readers = config.store_threads});
   absl::StatusOr<std::unique_ptr<gateway::Server>> server =
       gateway::StartServer(config, **store, *keys, metrics);
   if (!server.ok()) {
@@ -159,7 +159,8 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--lock-timeout", f->lock_timeout,
                   "How long a store call waits for a store locked by another process (5s)");
   cmd->add_option("--io-threads", f->io_threads, "io threads (default: one per core)");
-  cmd->add_option("--store-threads", f->store_threads, "Threads calling the store (4)");
+  cmd->add_option("--store-threads", f->store_threads,
+                  "Threads reading the store for replays and waits (2); one more writes");
   cmd->add_option("--log-level", f->log_level, "trace, debug, info, warn, error (info)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   cmd->callback([cmd, f, &exit_code] {

@@ -64,7 +64,7 @@ struct GatewayConfig {
   bool require_key = false;    // the default route requires a key
   std::string tenant_header;   // empty: SHA-256 of Authorization, else the global scope
   int io_threads = 0;          // 0: one per core
-  int store_threads = 4;       // threads calling the blocking store
+  int store_threads = 2;       // threads reading the store (gets); one more thread writes
   int max_connections = 10000;
   Millis header_timeout = 10s;  // to read a request's headers
   Millis body_timeout = 30s;    // to read a request's body

@@ -1,10 +1,12 @@
 // Internal: the gateway's asynchronous door to the key store. An io thread never blocks on the
 // store: it submits one operation and gets the result posted back to its own executor.
 //
-// One operation is one lease-mode store call with its single-call meaning (claim, heartbeat,
-// complete, fail_final, release, get), so an implementation may group many callers' operations
-// into one transaction and one durable commit, provided each result is reported only once its
-// operation is durable.
+// One write (claim, heartbeat, complete, fail_final, release) is one Store::LeaseWrite with the
+// meaning Store::ApplyLeaseBatch gives it (a claim takes over a lapsed lease of the same
+// fingerprint itself; complete and fail_final are idempotent for the same fence and outcome), so
+// an implementation groups many callers' writes into one transaction and one durable commit, and
+// reports each result only once its write is durable. A get is a read: it never waits for, nor
+// takes, the store's write lock.
 //
 // Thread-safety: Submit may be called from any thread at once.
 #ifndef IDEM_GATEWAY_KEY_SERVICE_H_
@@ -21,7 +23,6 @@
 #pragma GCC diagnostic pop
 
 #include "absl/status/status.h"
-#include "idem/clock.h"
 #include "idem/record.h"
 #include "idem/store.h"
 
@@ -40,14 +41,19 @@ struct KeyOp {
 
 struct KeyOpResult {
   // The store call's status (Store's meanings: Aborted when the fence moved, Unavailable when the
-  // store is busy or down, NotFound for a kGet of an absent key).
+  // store is busy or down or the batch holding this write failed, NotFound for a kGet of an
+  // absent key).
   absl::Status status;
   // kClaim: true when this caller holds the key now (a new claim or a takeover of a lapsed
   // lease); record is then its in_progress record, else the live record that blocked it.
   bool claimed = false;
   bool taken_over = false;
-  KeyRecord record;    // kClaim, kGet
-  int64_t now_ms = 0;  // the service clock's time when the operation ran
+  KeyRecord record;  // kClaim, kGet
+  // kClaim when claimed, kHeartbeat when OK: the lease's new end, by the store's clock.
+  int64_t lease_until_ms = 0;
+  // Writes: the store's clock when the write ran; compare lease times with it, never with the
+  // gateway's own clock. 0 for a kGet (a read carries no store time).
+  int64_t now_ms = 0;
 };
 
 class KeyService {
@@ -67,9 +73,11 @@ class KeyService {
   virtual void Shutdown() = 0;
 };
 
-// Returns a service running operations on `threads` threads, each calling the blocking store.
-// REQUIRES: `store` and `clock` outlive the service; threads >= 1.
-std::unique_ptr<KeyService> NewThreadPoolKeyService(Store& store, const Clock& clock, int threads);
+// Returns `op` as the store write it stands for. REQUIRES: op.kind != kGet.
+LeaseWrite ToLeaseWrite(KeyOp op);
+
+// Returns the KeyOpResult of a write's LeaseWriteResult.
+KeyOpResult FromLeaseWriteResult(LeaseWriteResult result);
 
 }  // namespace idem::gateway
 

@@ -1,8 +1,16 @@
-#include "gateway/key_service.h"
-
+// The group-committing KeyService: each operation keeps its single call's meaning, results come
+// back on the caller's executor, many callers' writes share a batch.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <functional>
 #include <future>
+#include <latch>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference"
@@ -10,14 +18,67 @@
 #include <boost/asio/io_context.hpp>
 #pragma GCC diagnostic pop
 
+#include "gateway/group_commit_key_service.h"
+#include "gateway/testing/forwarding_store.h"
 #include "guard/temp_sqlite_store.h"
 
 namespace idem::gateway {
 namespace {
 
-class KeyServiceTest : public testing::TempSqliteStoreTest {
+KeyOp Claim(std::string key, std::string fp, Millis lease = Millis(1000)) {
+  return {.kind = KeyOp::Kind::kClaim,
+          .scope = {"", std::move(key)},
+          .fingerprint = std::move(fp),
+          .owner = "me",
+          .lease = lease};
+}
+
+KeyOp Fenced(KeyOp::Kind kind, std::string key, int64_t fence, StoredResponse response = {}) {
+  return {.kind = kind,
+          .scope = {"", std::move(key)},
+          .lease = Millis(1000),
+          .fence = fence,
+          .response = std::move(response)};
+}
+
+// Holds each batch at the store's door until Open(); then applies it, or fails it as a store that
+// is down would.
+class GatedStore final : public ::idem::gateway::testing::ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
+      std::span<const LeaseWrite> writes) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++held_;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return open_; });
+    if (fail_) return absl::UnavailableError("database is locked");
+    lock.unlock();
+    return real_.ApplyLeaseBatch(writes);
+  }
+  // Waits until the writer is held at the door with a batch.
+  void WaitHeld() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return held_ > 0; });
+  }
+  void Open(bool fail) {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    fail_ = fail;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int held_ = 0;
+  bool open_ = false;
+  bool fail_ = false;
+};
+
+class KeyServiceTest : public ::idem::testing::TempSqliteStoreTest {
  protected:
-  // Submits `op` and runs the io_context until its completion arrives there.
+  // Submits `op` and runs an io_context until its completion arrives there.
   KeyOpResult Run(KeyOp op) {
     boost::asio::io_context ioc;
     std::optional<KeyOpResult> got;
@@ -30,83 +91,212 @@ class KeyServiceTest : public testing::TempSqliteStoreTest {
     while (!got.has_value()) ioc.run_one();
     return std::move(*got);
   }
-  KeyOp Claim(std::string fp) {
-    return {.kind = KeyOp::Kind::kClaim,
-            .scope = {"", "k"},
-            .fingerprint = std::move(fp),
-            .owner = "me",
-            .lease = Millis(1000)};
-  }
 
-  std::unique_ptr<KeyService> service_ = nullptr;
   void SetUp() override {
     TempSqliteStoreTest::SetUp();
-    service_ = NewThreadPoolKeyService(*store_, clock_, 2);
+    service_ = NewGroupCommitKeyService(*store_, metrics_, {.max_batch = 256, .readers = 2});
   }
   void TearDown() override {
     service_.reset();
     TempSqliteStoreTest::TearDown();
   }
+
+  // Submits every op, then runs an io_context until all results arrived; returns them in order.
+  // `then` runs once all are submitted.
+  std::vector<KeyOpResult> RunAll(
+      KeyService& service, std::vector<KeyOp> ops, const std::function<void()>& then = [] {}) {
+    boost::asio::io_context ioc;
+    std::vector<std::optional<KeyOpResult>> got(ops.size());
+    size_t arrived = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      service.Submit(std::move(ops[i]), ioc.get_executor(), [&, i](KeyOpResult r) {
+        got[i] = std::move(r);
+        ++arrived;
+      });
+    }
+    then();
+    auto work = boost::asio::make_work_guard(ioc);
+    while (arrived < got.size()) ioc.run_one();
+    std::vector<KeyOpResult> out;
+    for (auto& r : got) out.push_back(std::move(*r));
+    return out;
+  }
+
+  Metrics metrics_;
+  std::unique_ptr<KeyService> service_;
 };
 
-TEST_F(KeyServiceTest, FirstClaimWinsSecondSeesTheLiveRecord) {
-  KeyOpResult first = Run(Claim("f"));
+// While one batch commits, every write that arrives waits and then goes in the next batch, in one
+// commit; identical claims in it still have exactly one winner.
+TEST_F(KeyServiceTest, WritesArrivingDuringACommitShareTheNextBatch) {
+  GatedStore gated(*store_);
+  Metrics metrics;
+  auto service = NewGroupCommitKeyService(gated, metrics);
+  boost::asio::io_context ioc;
+  service->Submit(Claim("first", "f"), ioc.get_executor(), [](KeyOpResult) {});
+  gated.WaitHeld();  // the writer holds a batch of one at the store's door
+  std::vector<KeyOp> ops;
+  for (int i = 0; i < 10; ++i) ops.push_back(Claim(fmt::format("k{}", i), "f"));
+  ops.push_back(Claim("same", "f"));
+  ops.push_back(Claim("same", "f"));
+  std::vector<KeyOpResult> results =
+      RunAll(*service, std::move(ops), [&] { gated.Open(/*fail=*/false); });
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(results[i].claimed) << results[i].status;
+  EXPECT_TRUE(results[10].claimed);
+  EXPECT_FALSE(results[11].claimed);
+  EXPECT_EQ(results[11].record.fence, results[10].record.fence);
+  service->Shutdown();
+  EXPECT_EQ(metrics.commits.load(), 2u);
+  EXPECT_EQ(metrics.batch_sizes.max(), 12u);
+}
+
+TEST_F(KeyServiceTest, AFailedBatchReportsUnavailableToEveryCallerInIt) {
+  GatedStore gated(*store_);
+  Metrics metrics;
+  auto service = NewGroupCommitKeyService(gated, metrics);
+  std::thread opener([&] {
+    gated.WaitHeld();
+    gated.Open(/*fail=*/true);
+  });
+  std::vector<KeyOp> ops;
+  for (int i = 0; i < 5; ++i) ops.push_back(Claim(fmt::format("k{}", i), "f"));
+  std::vector<KeyOpResult> results = RunAll(*service, std::move(ops));
+  opener.join();
+  for (const KeyOpResult& r : results)
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kUnavailable) << r.status;
+  service->Shutdown();
+  EXPECT_GE(metrics.failed_commits.load(), 1u);
+  EXPECT_EQ(metrics.commits.load(), 0u);
+  EXPECT_EQ(Run({.kind = KeyOp::Kind::kGet, .scope = {"", "k0"}}).status.code(),
+            absl::StatusCode::kNotFound);  // nothing of the batch was stored
+}
+
+TEST_F(KeyServiceTest, ShutdownFinishesTheWritesAlreadyQueued) {
+  GatedStore gated(*store_);
+  Metrics metrics;
+  auto service = NewGroupCommitKeyService(gated, metrics);
+  boost::asio::io_context ioc;
+  int arrived = 0;
+  std::vector<KeyOpResult> results;
+  for (int i = 0; i < 4; ++i)
+    service->Submit(Claim(fmt::format("k{}", i), "f"), ioc.get_executor(), [&](KeyOpResult r) {
+      results.push_back(std::move(r));
+      ++arrived;
+    });
+  gated.WaitHeld();
+  std::thread stopper([&] { service->Shutdown(); });
+  gated.Open(/*fail=*/false);
+  stopper.join();  // returns once every queued write was applied
+  ioc.run();
+  ASSERT_EQ(arrived, 4);
+  for (const KeyOpResult& r : results) EXPECT_TRUE(r.claimed) << r.status;
+}
+
+TEST_F(KeyServiceTest, FirstClaimWinsSecondSeesTheLiveRecordWithTheStoresTime) {
+  KeyOpResult first = Run(Claim("k", "f"));
   ASSERT_TRUE(first.status.ok()) << first.status;
   EXPECT_TRUE(first.claimed);
-  KeyOpResult second = Run(Claim("f"));
+  EXPECT_EQ(first.lease_until_ms, clock_.NowMillis() + 1000);
+  EXPECT_EQ(first.now_ms, clock_.NowMillis());
+  KeyOpResult second = Run(Claim("k", "f"));
   ASSERT_TRUE(second.status.ok());
   EXPECT_FALSE(second.claimed);
   EXPECT_EQ(second.record.fence, first.record.fence);
   EXPECT_EQ(second.record.lease_until_ms, clock_.NowMillis() + 1000);
 }
 
-TEST_F(KeyServiceTest, LapsedLeaseOfTheSameRequestIsTakenOverWithANewFence) {
-  KeyOpResult first = Run(Claim("f"));
+TEST_F(KeyServiceTest, ClaimTakesOverALapsedLeaseOfTheSameRequestOnly) {
+  KeyOpResult first = Run(Claim("k", "f"));
   clock_.Advance(Millis(1001));
-  KeyOpResult other = Run(Claim("g"));
+  KeyOpResult other = Run(Claim("k", "g"));
   EXPECT_FALSE(other.claimed);  // another request never takes the key over
-  KeyOpResult retry = Run(Claim("f"));
+  KeyOpResult retry = Run(Claim("k", "f"));
   ASSERT_TRUE(retry.status.ok());
   EXPECT_TRUE(retry.claimed);
   EXPECT_TRUE(retry.taken_over);
   EXPECT_GT(retry.record.fence, first.record.fence);
-  KeyOpResult late = Run({.kind = KeyOp::Kind::kComplete,
-                          .scope = {"", "k"},
-                          .fence = first.record.fence,
-                          .response = {.status = 200}});
+  KeyOpResult late = Run(Fenced(KeyOp::Kind::kComplete, "k", first.record.fence, {.status = 200}));
   EXPECT_EQ(late.status.code(), absl::StatusCode::kAborted);  // the fence stops a late writer
 }
 
-TEST_F(KeyServiceTest, CompleteThenGetReturnsTheStoredResponse) {
-  KeyOpResult claim = Run(Claim("f"));
+TEST_F(KeyServiceTest, CompleteIsIdempotentAndAReaderReturnsTheStoredResponse) {
+  KeyOpResult claim = Run(Claim("k", "f"));
   StoredResponse response{.status = 201, .headers = {{"Content-Type", "text/plain"}}, .body = "ok"};
-  KeyOpResult done = Run({.kind = KeyOp::Kind::kComplete,
-                          .scope = {"", "k"},
-                          .fence = claim.record.fence,
-                          .response = response});
-  ASSERT_TRUE(done.status.ok()) << done.status;
+  KeyOp done = Fenced(KeyOp::Kind::kComplete, "k", claim.record.fence, response);
+  ASSERT_TRUE(Run(done).status.ok());
+  EXPECT_TRUE(Run(done).status.ok());  // the same fence and outcome again: a lost reply retried
   KeyOpResult got = Run({.kind = KeyOp::Kind::kGet, .scope = {"", "k"}});
   ASSERT_TRUE(got.status.ok());
   EXPECT_EQ(got.record.state, KeyState::kCompleted);
   EXPECT_EQ(got.record.response, response);
 }
 
-TEST_F(KeyServiceTest, ReleaseMakesTheKeyAbsent) {
-  KeyOpResult claim = Run(Claim("f"));
-  EXPECT_TRUE(Run({.kind = KeyOp::Kind::kHeartbeat,
-                   .scope = {"", "k"},
-                   .lease = Millis(500),
-                   .fence = claim.record.fence})
-                  .status.ok());
-  EXPECT_TRUE(Run({.kind = KeyOp::Kind::kRelease, .scope = {"", "k"}, .fence = claim.record.fence})
-                  .status.ok());
+TEST_F(KeyServiceTest, HeartbeatReturnsTheNewLeaseEndAndReleaseMakesTheKeyAbsent) {
+  KeyOpResult claim = Run(Claim("k", "f"));
+  clock_.Advance(Millis(300));
+  KeyOpResult beat = Run(Fenced(KeyOp::Kind::kHeartbeat, "k", claim.record.fence));
+  ASSERT_TRUE(beat.status.ok()) << beat.status;
+  EXPECT_EQ(beat.lease_until_ms, clock_.NowMillis() + 1000);
+  EXPECT_TRUE(Run(Fenced(KeyOp::Kind::kRelease, "k", claim.record.fence)).status.ok());
   EXPECT_EQ(Run({.kind = KeyOp::Kind::kGet, .scope = {"", "k"}}).status.code(),
             absl::StatusCode::kNotFound);
 }
 
 TEST_F(KeyServiceTest, AfterShutdownOperationsReportUnavailable) {
   service_->Shutdown();
-  EXPECT_EQ(Run(Claim("f")).status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(Run(Claim("k", "f")).status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(Run({.kind = KeyOp::Kind::kGet, .scope = {"", "k"}}).status.code(),
+            absl::StatusCode::kUnavailable);
+}
+
+// Many threads claim and complete distinct keys and fight over shared ones at once: every result
+// means what the single call would, and writes shared batches.
+TEST_F(KeyServiceTest, ConcurrentCallersKeepSingleCallMeaningsAndShareBatches) {
+  constexpr int kThreads = 16;
+  constexpr int kRounds = 20;
+  boost::asio::io_context ioc;
+  auto work = boost::asio::make_work_guard(ioc);
+  std::thread io([&] { ioc.run(); });
+  std::mutex mu;
+  std::map<std::string, int> winners;  // shared key -> callers that claimed it
+  std::latch start(kThreads);
+  auto blocking = [&](KeyOp op) {
+    std::promise<KeyOpResult> promise;
+    service_->Submit(std::move(op), ioc.get_executor(),
+                     [&](KeyOpResult r) { promise.set_value(std::move(r)); });
+    return promise.get_future().get();
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int r = 0; r < kRounds; ++r) {
+        const std::string own = fmt::format("own-{}-{}", t, r);
+        const std::string shared = fmt::format("shared-{}", r);
+        KeyOpResult mine = blocking(Claim(own, "f", Millis(60'000)));
+        KeyOpResult contested = blocking(Claim(shared, "f", Millis(60'000)));
+        EXPECT_TRUE(mine.status.ok() && mine.claimed) << mine.status;
+        ASSERT_TRUE(contested.status.ok()) << contested.status;
+        EXPECT_TRUE(
+            blocking(Fenced(KeyOp::Kind::kComplete, own, mine.record.fence, {200})).status.ok());
+        if (contested.claimed) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++winners[shared];
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  work.reset();
+  io.join();
+  ASSERT_EQ(winners.size(), static_cast<size_t>(kRounds));
+  for (const auto& [key, count] : winners) EXPECT_EQ(count, 1) << key;  // exactly one winner each
+  for (int t = 0; t < kThreads; ++t) {
+    KeyOpResult got = Run({.kind = KeyOp::Kind::kGet, .scope = {"", fmt::format("own-{}-0", t)}});
+    EXPECT_EQ(got.record.state, KeyState::kCompleted);
+  }
+  EXPECT_EQ(metrics_.batch_sizes.sum(), static_cast<uint64_t>(kThreads * kRounds * 3));
+  EXPECT_EQ(metrics_.commits.load(), metrics_.batch_sizes.count());
 }
 
 }  // namespace

@@ -55,6 +55,29 @@ void Histogram::Render(std::string_view name, std::string_view help, std::string
   out += fmt::format("{}_count {}\n", name, cumulative);
 }
 
+void SizeHistogram::Observe(uint64_t size) {
+  size_t i = 0;
+  while (i < kBounds.size() && size > kBounds[i]) ++i;
+  buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_.fetch_add(size, std::memory_order_relaxed);
+  uint64_t seen = max_.load(std::memory_order_relaxed);
+  while (size > seen && !max_.compare_exchange_weak(seen, size, std::memory_order_relaxed)) {
+  }
+}
+
+void SizeHistogram::Render(std::string_view name, std::string_view help, std::string& out) const {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < kBounds.size(); ++i) {
+    cumulative += buckets_[i].load(std::memory_order_relaxed);
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, kBounds[i], cumulative);
+  }
+  cumulative += buckets_[kBounds.size()].load(std::memory_order_relaxed);
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, cumulative);
+  out += fmt::format("{}_sum {}\n{}_count {}\n", name, sum(), name, cumulative);
+}
+
 std::string Metrics::Render() const {
   std::string out =
       "# HELP idem_requests_total Requests by what the gateway decided.\n"
@@ -78,6 +101,22 @@ std::string Metrics::Render() const {
       "# HELP idem_swept_keys_total Expired key records deleted by the sweeper.\n"
       "# TYPE idem_swept_keys_total counter\nidem_swept_keys_total {}\n",
       keys_in_flight.load(), open_connections.load(), heartbeats.load(), swept.load());
+  batch_sizes.Render("idem_store_batch_size",
+                     "Key writes (claims, heartbeats, outcomes, releases) per group commit.", out);
+  out += fmt::format(
+      "# HELP idem_store_commits_total Group commits made (one transaction each).\n"
+      "# TYPE idem_store_commits_total counter\nidem_store_commits_total {}\n"
+      "# HELP idem_store_failed_commits_total Group commits the store refused; every write in "
+      "them was answered 503.\n"
+      "# TYPE idem_store_failed_commits_total counter\nidem_store_failed_commits_total {}\n"
+      "# HELP idem_replay_cache_hits_total Replays answered from the in-memory cache.\n"
+      "# TYPE idem_replay_cache_hits_total counter\nidem_replay_cache_hits_total {}\n"
+      "# HELP idem_replay_cache_misses_total Cache lookups that found nothing.\n"
+      "# TYPE idem_replay_cache_misses_total counter\nidem_replay_cache_misses_total {}\n"
+      "# HELP idem_replay_cache_bytes Bytes the replay cache holds.\n"
+      "# TYPE idem_replay_cache_bytes gauge\nidem_replay_cache_bytes {}\n",
+      commits.load(), failed_commits.load(), cache_hits.load(), cache_misses.load(),
+      cache_bytes.load());
   return out;
 }
 

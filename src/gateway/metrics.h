@@ -46,6 +46,24 @@ class Histogram final {
   std::atomic<uint64_t> sum_micros_{0};
 };
 
+// A histogram of counts (a group commit's batch size) with buckets at powers of two up to 256.
+class SizeHistogram final {
+ public:
+  static constexpr std::array<uint64_t, 9> kBounds = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  void Observe(uint64_t size);
+  uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+  uint64_t sum() const { return sum_.load(std::memory_order_relaxed); }
+  // The largest size observed.
+  uint64_t max() const { return max_.load(std::memory_order_relaxed); }
+  void Render(std::string_view name, std::string_view help, std::string& out) const;
+
+ private:
+  std::array<std::atomic<uint64_t>, kBounds.size() + 1> buckets_{};  // last: +Inf only
+  std::atomic<uint64_t> count_{0};
+  std::atomic<uint64_t> sum_{0};
+  std::atomic<uint64_t> max_{0};
+};
+
 class Metrics final {
  public:
   void Count(Decision decision) {
@@ -62,6 +80,14 @@ class Metrics final {
   std::atomic<int64_t> open_connections{0};
   std::atomic<uint64_t> heartbeats{0};
   std::atomic<uint64_t> swept{0};
+  // The key service's group commit: writes per batch, batches committed, batches failed.
+  SizeHistogram batch_sizes;
+  std::atomic<uint64_t> commits{0};
+  std::atomic<uint64_t> failed_commits{0};
+  // The replay cache: lookups answered from it, lookups that missed, bytes it holds now.
+  std::atomic<uint64_t> cache_hits{0};
+  std::atomic<uint64_t> cache_misses{0};
+  std::atomic<int64_t> cache_bytes{0};
 
   // Returns every metric in the Prometheus text format.
   std::string Render() const;

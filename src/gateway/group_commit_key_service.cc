@@ -1,0 +1,168 @@
+#include "gateway/group_commit_key_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/post.hpp>
+#pragma GCC diagnostic pop
+
+namespace idem::gateway {
+namespace {
+
+struct Item {
+  KeyOp op;
+  boost::asio::any_io_executor executor;
+  KeyService::Done done;
+};
+
+// Hands `result` to the item's caller on its own executor.
+void Deliver(Item& item, KeyOpResult result) {
+  boost::asio::post(item.executor,
+                    [done = std::move(item.done), result = std::move(result)]() mutable {
+                      done(std::move(result));
+                    });
+}
+
+KeyOpResult RunGet(Store& store, const Scope& scope) {
+  absl::StatusOr<KeyRecord> record = store.Get(scope);
+  if (!record.ok()) return {.status = record.status()};
+  return {.record = std::move(*record)};
+}
+
+// One FIFO queue with its stop flag; Take blocks until there is work or the queue is stopped and
+// empty (then it returns nothing).
+class WorkQueue {
+ public:
+  bool Push(Item& item) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    items_.push_back(std::move(item));
+    cv_.notify_one();
+    return true;
+  }
+  std::vector<Item> Take(size_t most) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return stopping_ || !items_.empty(); });
+    std::vector<Item> out;
+    while (!items_.empty() && out.size() < most) {
+      out.push_back(std::move(items_.front()));
+      items_.pop_front();
+    }
+    return out;
+  }
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> items_;
+  bool stopping_ = false;
+};
+
+class GroupCommitKeyService final : public KeyService {
+ public:
+  GroupCommitKeyService(Store& store, Metrics& metrics, GroupCommitOptions options)
+      : store_(store), metrics_(metrics), options_(options) {
+    writer_ = std::thread([this] { Guarded("writer", [this] { WriteLoop(); }); });
+    for (int i = 0; i < options_.readers; ++i)
+      readers_.emplace_back([this] { Guarded("reader", [this] { ReadLoop(); }); });
+  }
+  ~GroupCommitKeyService() override { Shutdown(); }
+
+  void Submit(KeyOp op, boost::asio::any_io_executor executor, Done done) override {
+    WorkQueue& queue = op.kind == KeyOp::Kind::kGet ? reads_ : writes_;
+    Item item{std::move(op), std::move(executor), std::move(done)};
+    if (queue.Push(item)) return;
+    Deliver(item, {.status = absl::UnavailableError("the gateway is shutting down")});
+  }
+
+  void Shutdown() override {
+    std::lock_guard<std::mutex> lock(shutdown_mu_);
+    writes_.Stop();
+    reads_.Stop();
+    if (writer_.joinable()) writer_.join();
+    for (std::thread& t : readers_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  // Runs a thread's loop; nothing escapes the thread.
+  template <typename Loop>
+  static void Guarded(const char* role, Loop loop) {
+    try {
+      loop();
+    } catch (const std::exception& e) {
+      spdlog::critical("key store {} thread stopped: {}", role, e.what());
+    } catch (...) {
+      spdlog::critical("key store {} thread stopped by an unknown exception", role);
+    }
+  }
+
+  void WriteLoop() {
+    for (;;) {
+      std::vector<Item> batch = writes_.Take(options_.max_batch);
+      if (batch.empty()) return;
+      Commit(batch);
+    }
+  }
+
+  void ReadLoop() {
+    for (;;) {
+      std::vector<Item> items = reads_.Take(1);
+      if (items.empty()) return;
+      Deliver(items.front(), RunGet(store_, items.front().op.scope));
+    }
+  }
+
+  // Applies the batch in one store call, then answers every caller in it.
+  void Commit(std::vector<Item>& batch) {
+    std::vector<LeaseWrite> writes;
+    writes.reserve(batch.size());
+    for (Item& item : batch) writes.push_back(ToLeaseWrite(std::move(item.op)));
+    absl::StatusOr<std::vector<LeaseWriteResult>> results = store_.ApplyLeaseBatch(writes);
+    metrics_.batch_sizes.Observe(batch.size());
+    if (results.ok() && results->size() != batch.size())
+      results = absl::InternalError("the store returned a batch of the wrong size");
+    if (!results.ok()) {
+      metrics_.failed_commits.fetch_add(1, std::memory_order_relaxed);
+      spdlog::warn("a batch of {} key writes failed: {}", batch.size(),
+                   results.status().ToString());
+      for (Item& item : batch) Deliver(item, {.status = results.status()});
+      return;
+    }
+    metrics_.commits.fetch_add(1, std::memory_order_relaxed);
+    for (size_t i = 0; i < batch.size(); ++i)
+      Deliver(batch[i], FromLeaseWriteResult(std::move((*results)[i])));
+  }
+
+  Store& store_;
+  Metrics& metrics_;
+  const GroupCommitOptions options_;
+  WorkQueue writes_;
+  WorkQueue reads_;
+  std::mutex shutdown_mu_;
+  std::thread writer_;
+  std::vector<std::thread> readers_;
+};
+
+}  // namespace
+
+std::unique_ptr<KeyService> NewGroupCommitKeyService(Store& store, Metrics& metrics,
+                                                     GroupCommitOptions options) {
+  return std::make_unique<GroupCommitKeyService>(store, metrics, options);
+}
+
+}  // namespace idem::gateway
