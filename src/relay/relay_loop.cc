@@ -1,0 +1,163 @@
+#include "relay/relay_loop.h"
+
+#include <fmt/format.h>
+#include <sys/random.h>
+
+#include <algorithm>
+#include <set>
+
+namespace idem::relay {
+namespace {
+
+uint64_t SeedFromOs() {
+  uint64_t seed = 0;
+  if (getrandom(&seed, sizeof(seed), 0) != static_cast<ssize_t>(sizeof(seed))) seed = 42;
+  return seed;
+}
+
+}  // namespace
+
+absl::Status ValidateRelayOptions(const RelayOptions& o) {
+  if (o.batch_size < 1 || o.batch_size > 10'000) {
+    return absl::InvalidArgumentError(
+        fmt::format("batch size {} is outside 1..10000", o.batch_size));
+  }
+  if (o.max_attempts < 1) return absl::InvalidArgumentError("max attempts must be 1 or more");
+  if (o.send_timeout <= Millis(0) || o.send_timeout >= o.lease) {
+    return absl::InvalidArgumentError(
+        fmt::format("the send timeout ({} ms) must be positive and shorter than the lease ({} ms)",
+                    o.send_timeout.count(), o.lease.count()));
+  }
+  if (o.poll_interval <= Millis(0)) {
+    return absl::InvalidArgumentError("the poll interval must be positive");
+  }
+  if (o.retention < Millis(0)) return absl::InvalidArgumentError("retention must not be negative");
+  return retry::ValidateBackoffOptions(o.backoff);
+}
+
+Relay::Relay(RelayStore& store, Sink& sink, const Clock& clock, RelayOptions options,
+             RelayMetrics& metrics)
+    : store_(store),
+      sink_(sink),
+      clock_(clock),
+      options_(options),
+      metrics_(metrics),
+      rng_(options.seed != 0 ? options.seed : SeedFromOs()) {}
+
+Outcome Relay::Fail(const OutboxRecord& message, const Delivery& delivery, int64_t now_ms) {
+  Outcome outcome{.seq = message.seq, .error = delivery.error};
+  if (delivery.kind == Delivery::Kind::kRejected || message.attempts + 1 >= options_.max_attempts) {
+    outcome.kind = Outcome::Kind::kDead;
+    metrics_.dead.fetch_add(1);
+    return outcome;
+  }
+  outcome.kind = Outcome::Kind::kRetry;
+  const int retry = static_cast<int>(std::min<int64_t>(message.attempts, 62));
+  Millis wait = retry::ComputeDelay(options_.backoff, retry, options_.backoff.base, rng_);
+  if (delivery.retry_after) wait = std::min(*delivery.retry_after, options_.max_retry_after);
+  outcome.next_attempt_ms = now_ms + wait.count();
+  metrics_.retried.fetch_add(1);
+  return outcome;
+}
+
+absl::StatusOr<Relay::Pass> Relay::RunOnce() {
+  absl::StatusOr<Batch> batch = store_.Claim(clock_.NowMillis(), options_.batch_size,
+                                             options_.lease.count(), options_.let_dead_pass);
+  if (!batch.ok()) return batch.status();
+  Pass pass;
+  std::vector<Outcome> outcomes;
+  std::set<std::string> stopped;  // aggregates whose earlier message failed in this batch
+  for (const OutboxRecord& message : batch->messages) {
+    if (pass.gone || stopped.contains(message.aggregate_key)) continue;
+    // A message published after the lease lapsed could overtake another relay's.
+    if (clock_.NowMillis() + options_.send_timeout.count() > batch->lease_until_ms) break;
+    const Delivery delivery = sink_.Publish(message);
+    const int64_t now = clock_.NowMillis();
+    ++pass.attempted;
+    if (delivery.kind == Delivery::Kind::kDelivered) {
+      outcomes.push_back({.seq = message.seq, .kind = Outcome::Kind::kSent});
+      metrics_.sent.fetch_add(1);
+      metrics_.ObserveLatency(now - message.created_ms);
+      continue;
+    }
+    stopped.insert(message.aggregate_key);
+    if (delivery.kind == Delivery::Kind::kGone) {
+      pass.gone = true;
+      pass.gone_error = delivery.error;
+      outcomes.push_back({.seq = message.seq,
+                          .kind = Outcome::Kind::kRetry,
+                          .next_attempt_ms = now,
+                          .error = delivery.error});
+      continue;
+    }
+    outcomes.push_back(Fail(message, delivery, now));
+  }
+  if (absl::Status done = store_.Finish(*batch, outcomes, clock_.NowMillis()); !done.ok()) {
+    return done;
+  }
+  return pass;
+}
+
+absl::Status Relay::Housekeeping(int64_t now_ms) {
+  if (now_ms >= next_count_ms_) {
+    next_count_ms_ = now_ms + 5'000;
+    absl::StatusOr<int64_t> pending = store_.CountPending();
+    if (!pending.ok()) return pending.status();
+    metrics_.pending.store(*pending);
+  }
+  if (now_ms < next_retention_ms_) return absl::OkStatus();
+  next_retention_ms_ = now_ms + options_.retention_every.count();
+  while (true) {
+    absl::StatusOr<int64_t> deleted = store_.DeleteSent(now_ms - options_.retention.count(), 1000);
+    if (!deleted.ok()) return deleted.status();
+    if (*deleted < 1000) return absl::OkStatus();
+  }
+}
+
+absl::Status Relay::Run(int max_store_failures) {
+  int failures = 0;
+  absl::StatusOr<retry::Backoff> store_backoff =
+      retry::Backoff::Create({.base = Millis(100), .cap = Millis(5'000)}, rng_());
+  while (!stop_.load()) {
+    absl::StatusOr<Pass> pass = RunOnce();
+    if (pass.ok()) {
+      if (absl::Status kept = Housekeeping(clock_.NowMillis()); !kept.ok()) pass = kept;
+    }
+    if (!pass.ok()) {
+      metrics_.store_errors.fetch_add(1);
+      if (++failures >= max_store_failures) return pass.status();
+      Wait(store_backoff->NextDelay());
+      continue;
+    }
+    failures = 0;
+    store_backoff->Reset();
+    if (pass->gone) {
+      return absl::FailedPreconditionError(fmt::format(
+          "the endpoint is gone (it answered 410): {}; delivery to it stopped, its messages stay "
+          "pending",
+          pass->gone_error));
+    }
+    if (pass->attempted == 0) Wait(options_.poll_interval);
+  }
+  return absl::OkStatus();
+}
+
+void Relay::RequestStop() {
+  stop_.store(true);
+  Wake();
+}
+
+void Relay::Wake() {
+  std::lock_guard<std::mutex> lock(mu_);
+  woken_ = true;
+  cv_.notify_all();
+}
+
+void Relay::Wait(Millis wait) {
+  if (waiter_) return waiter_(wait);
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, wait, [&] { return woken_ || stop_.load(); });
+  woken_ = false;
+}
+
+}  // namespace idem::relay

@@ -1,0 +1,104 @@
+// The relay's loop: claim a batch, publish it in order per aggregate, record what became of each
+// message, wait for more (docs/outbox.md, "idem relay").
+//
+// Per aggregate, messages go out one after another in seq order; the first that fails stops its
+// aggregate for this batch (its followers wait, so order holds) while other aggregates go on.
+// A failed message is due again after the retry toolkit's backoff with jitter, or after the
+// endpoint's Retry-After; after max_attempts it is dead. Delivery is at least once: a relay that
+// dies after publishing and before recording publishes again, under the same message id.
+//
+// Thread-safety: Run and RunOnce on one thread; RequestStop and Wake from any thread.
+#ifndef IDEM_RELAY_RELAY_LOOP_H_
+#define IDEM_RELAY_RELAY_LOOP_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <random>
+
+#include "absl/status/status.h"
+#include "idem/clock.h"
+#include "idem/retry/backoff.h"
+#include "relay/relay_metrics.h"
+#include "relay/relay_store.h"
+#include "relay/sink.h"
+
+namespace idem::relay {
+
+struct RelayOptions {
+  int64_t batch_size = 100;     // messages claimed at once. Default 100.
+  Millis lease{30'000};         // PostgreSQL: how long a claim holds its aggregates.
+  Millis send_timeout{10'000};  // the sink's per-message timeout (must be < lease)
+  Millis poll_interval{1'000};  // wait after a claim that found nothing. Default 1 s.
+  int max_attempts = 10;        // then the message is dead. Default 10.
+  retry::BackoffOptions backoff{.jitter = retry::Jitter::kFull,
+                                .base = Millis(1'000),
+                                .cap = Millis(300'000)};  // default full jitter, 1 s to 5 min
+  Millis max_retry_after{3'600'000};  // a longer Retry-After is cut to this. Default 1 h.
+  bool let_dead_pass = false;         // a dead message holds back its aggregate. Default.
+  Millis retention{86'400'000};       // sent messages are deleted after this. Default 24 h.
+  Millis retention_every{60'000};     // how often the retention delete runs. Default 1 min.
+  uint64_t seed = 0;                  // jitter's random seed; 0: from the OS
+};
+
+// Returns OK or InvalidArgument naming the option that is out of range.
+absl::Status ValidateRelayOptions(const RelayOptions& options);
+
+class Relay final {
+ public:
+  // REQUIRES: the arguments outlive the relay; ValidateRelayOptions(options).ok().
+  Relay(RelayStore& store, Sink& sink, const Clock& clock, RelayOptions options,
+        RelayMetrics& metrics);
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  struct Pass {
+    int64_t attempted = 0;  // messages published (whatever became of them)
+    bool gone = false;      // the sink said the endpoint is gone (HTTP 410)
+    std::string gone_error;
+  };
+  // One claim, publish, record. Errors: the store's (Unavailable), nothing recorded.
+  absl::StatusOr<Pass> RunOnce();
+
+  // Runs passes until RequestStop (the pass under way is finished and recorded first), the sink
+  // says the endpoint is gone (FailedPrecondition with the sink's words), or the store fails
+  // `max_store_failures` times in a row (its error). Waits poll_interval after an empty pass,
+  // less when Wake() is called; a failing store is retried with backoff.
+  absl::Status Run(int max_store_failures = 30);
+
+  void RequestStop();
+  // Ends a wait between passes early (a NOTIFY arrived, say).
+  void Wake();
+
+  // Called while waiting between passes, in place of the plain timed wait, when set: it should
+  // return within `wait` or once `stopping` returns true. Default: a timed wait that RequestStop
+  // and Wake end early.
+  void SetWaiter(std::function<void(Millis wait)> waiter) { waiter_ = std::move(waiter); }
+  bool stopping() const { return stop_.load(); }
+
+ private:
+  Outcome Fail(const OutboxRecord& message, const Delivery& delivery, int64_t now_ms);
+  void Wait(Millis wait);
+  // Counts pending messages every 5 s, deletes sent ones past retention every retention_every.
+  absl::Status Housekeeping(int64_t now_ms);
+
+  RelayStore& store_;
+  Sink& sink_;
+  const Clock& clock_;
+  RelayOptions options_;
+  RelayMetrics& metrics_;
+  std::mt19937_64 rng_;
+  std::function<void(Millis)> waiter_;
+  int64_t next_retention_ms_ = 0;
+  int64_t next_count_ms_ = 0;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool woken_ = false;  // guarded by mu_
+};
+
+}  // namespace idem::relay
+
+#endif  // IDEM_RELAY_RELAY_LOOP_H_

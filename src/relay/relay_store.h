@@ -1,0 +1,86 @@
+// The relay's side of the outbox tables: claiming a batch of due messages, recording what
+// became of each, deleting sent messages after retention (docs/outbox.md, "idem relay").
+//
+// A batch holds, per aggregate, a prefix of its unsent messages in seq order, each due now and
+// none behind a message that is waiting for a later attempt (nor, unless dead messages are let
+// through, behind a dead one). Publishing them in order and stopping an aggregate at its first
+// failure keeps every aggregate's order.
+//  - SQLite: one relay runs at a time (the caller holds the relay lock), so a claim is a read.
+//  - PostgreSQL: several relays share the work by aggregate. A claim leases the batch's
+//    aggregates in idem_outbox_leases (lease rows taken FOR UPDATE SKIP LOCKED, in one short
+//    transaction); no row lock is held while the batch is published; the lease lapses by
+//    itself if the relay dies. Nothing is found by "id > last seen": a row that commits late is
+//    simply pending, and found by the next claim.
+//
+// Thread-safety: one RelayStore per relay thread.
+#ifndef IDEM_RELAY_RELAY_STORE_H_
+#define IDEM_RELAY_RELAY_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "idem/outbox_admin.h"
+#include "idem/store.h"
+
+namespace idem::relay {
+
+enum class Dialect { kSqlite, kPostgres };
+
+// The dialect of a store URI: kSqlite for sqlite:..., kPostgres for postgres(ql)://...
+absl::StatusOr<Dialect> DialectOf(std::string_view uri);
+
+struct Batch {
+  std::string token;  // the lease token (PostgreSQL); "" on SQLite
+  int64_t lease_until_ms = 0;
+  std::vector<OutboxRecord> messages;  // seq order; per aggregate a prefix of its chain
+};
+
+// What became of one attempted message.
+struct Outcome {
+  int64_t seq = 0;
+  enum class Kind { kSent, kRetry, kDead } kind = Kind::kSent;
+  int64_t next_attempt_ms = 0;  // kRetry: when it is due again
+  std::string error;            // kRetry, kDead: why
+};
+
+class RelayStore final {
+ public:
+  // REQUIRES: `store` outlives the RelayStore.
+  RelayStore(Store& store, Dialect dialect, std::string owner)
+      : store_(store), dialect_(dialect), owner_(std::move(owner)) {}
+  RelayStore(const RelayStore&) = delete;
+  RelayStore& operator=(const RelayStore&) = delete;
+
+  // Claims up to `max_messages` due messages at `now_ms`, leasing their aggregates until
+  // now_ms + lease_ms (PostgreSQL). `let_dead_pass`: a dead message no longer holds back its
+  // aggregate's followers. Errors: Unavailable when the store is busy or down.
+  absl::StatusOr<Batch> Claim(int64_t now_ms, int64_t max_messages, int64_t lease_ms,
+                              bool let_dead_pass);
+
+  // Records `outcomes` (attempted messages of `batch`) at `now_ms` and releases the batch's
+  // leases, in one transaction. A message already sent or purged meanwhile is left as it is.
+  // Errors: Unavailable.
+  absl::Status Finish(const Batch& batch, const std::vector<Outcome>& outcomes, int64_t now_ms);
+
+  // Returns how many messages are pending. Errors: Unavailable.
+  absl::StatusOr<int64_t> CountPending();
+
+  // Deletes up to `max_rows` messages sent before `sent_before_ms`, and returns how many.
+  absl::StatusOr<int64_t> DeleteSent(int64_t sent_before_ms, int64_t max_rows);
+
+ private:
+  absl::StatusOr<Batch> ClaimPostgres(int64_t now_ms, int64_t max_messages, int64_t lease_ms,
+                                      bool let_dead_pass);
+
+  Store& store_;
+  Dialect dialect_;
+  std::string owner_;
+  int64_t claims_ = 0;
+};
+
+}  // namespace idem::relay
+
+#endif  // IDEM_RELAY_RELAY_STORE_H_
