@@ -1,7 +1,8 @@
 // charges: a small, deliberately naive payments API to put `idem serve` in front of. Every POST
 // creates a new charge, so a retried POST charges twice; behind idem serve it charges once.
 //
-//   POST /charges              creates a charge: 201 {"id":"ch_N",...}, Location /charges/ch_N
+//   POST /charges              creates a charge: 201 {"id":"ch_N",...}, Location /charges/ch_N,
+//                              X-Charge-Id ch_N (any POST path but /release/ does the same)
 //   GET  /stats                {"calls":C,"charges":N,"held":H,"keys":[...]}: POSTs received,
 //                              charges created, requests held now, each POST's Idempotency-Key
 //   POST /release/NAME         answers every request held under NAME
@@ -10,6 +11,9 @@
 //   X-Charges-Delay-Ms: N      answer after N milliseconds
 //   X-Charges-Status: S        answer status S instead of creating a charge (e.g. 503)
 //   X-Charges-Hold: NAME       answer only once POST /release/NAME arrives
+//   X-Charges-Break: close     send the head and part of the body of an answer, then close
+//   X-Charges-Break: garbage   answer bytes that are not HTTP, then close
+//                              (both count as a call and create no charge)
 //
 // Usage: charges [--listen 127.0.0.1:9000]. One thread; stops on SIGTERM or SIGINT.
 #include <cstdio>
@@ -29,6 +33,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
@@ -108,6 +113,7 @@ asio::awaitable<Response> Handle(Ledger& ledger, const Request& req) {
   ++ledger.calls;
   ledger.keys.emplace_back(HeaderOr(req, "Idempotency-Key", ""));
   co_await Delay(ledger, req);
+  if (!HeaderOr(req, "X-Charges-Break", "").empty()) co_return Response{};  // Serve breaks it
   const int status = std::atoi(HeaderOr(req, "X-Charges-Status", "0").c_str());
   if (status >= 100 && status <= 599)
     co_return Json(req, static_cast<http::status>(status), {{"error", "as asked"}});
@@ -116,7 +122,18 @@ asio::awaitable<Response> Handle(Ledger& ledger, const Request& req) {
       req, http::status::created,
       {{"id", "ch_" + std::to_string(n)}, {"charge", n}, {"request_bytes", req.body().size()}});
   res.set(http::field::location, "/charges/ch_" + std::to_string(n));
+  res.set("X-Charge-Id", "ch_" + std::to_string(n));
   co_return res;
+}
+
+// Sends a broken answer as X-Charges-Break asks (the caller closes the connection after it).
+asio::awaitable<void> Break(beast::tcp_stream& stream, const std::string& how) {
+  const std::string bytes = how == "garbage"
+                                ? std::string("this is not HTTP at all\r\n\r\n")
+                                : std::string(
+                                      "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+                                      "Content-Length: 100\r\n\r\n{\"id\":\"ch_");
+  co_await asio::async_write(stream, asio::buffer(bytes), kTuple);
 }
 
 asio::awaitable<void> Serve(Ledger& ledger, tcp::socket socket) {
@@ -127,6 +144,11 @@ asio::awaitable<void> Serve(Ledger& ledger, tcp::socket socket) {
     auto [ec, n] = co_await http::async_read(stream, buffer, req, kTuple);
     if (ec) break;
     Response res = co_await Handle(ledger, req);
+    const std::string broken = HeaderOr(req, "X-Charges-Break", "");
+    if (!broken.empty() && req.method() == http::verb::post) {
+      co_await Break(stream, broken);
+      break;
+    }
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
     auto [wec, wn] = co_await http::async_write(stream, res, kTuple);
@@ -176,14 +198,31 @@ int Run(const std::string& listen) {
 
 }  // namespace
 
+constexpr const char* kUsage = R"(usage: charges [--listen HOST:PORT]   (default 127.0.0.1:9000)
+
+A deliberately naive payments API: every POST creates a new charge.
+  POST /charges          201 {"id":"ch_N",...}, Location and X-Charge-Id headers
+  GET  /stats            {"calls":C,"charges":N,"held":H,"keys":[each POST's Idempotency-Key]}
+  POST /release/NAME     answers the requests held under NAME
+Request headers that change a POST's answer:
+  X-Charges-Delay-Ms: N       answer after N milliseconds
+  X-Charges-Status: S         answer status S instead of creating a charge
+  X-Charges-Hold: NAME        answer only once POST /release/NAME arrives
+  X-Charges-Break: close      send part of an answer, then close the connection
+  X-Charges-Break: garbage    answer bytes that are not HTTP, then close
+)";
+
 int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:9000";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--listen" && i + 1 < argc) {
       listen = argv[++i];
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
     } else {
-      std::fprintf(stderr, "usage: charges [--listen HOST:PORT]\n");
+      std::fputs(kUsage, stderr);
       return 2;
     }
   }

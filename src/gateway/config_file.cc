@@ -18,9 +18,12 @@ class Reader {
  public:
   explicit Reader(std::string_view name) : name_(name) {}
 
-  absl::Status Error(const toml::node& node, std::string_view what) const {
-    const toml::source_position at = node.source().begin;
+  absl::Status Error(const toml::source_region& where, std::string_view what) const {
+    const toml::source_position at = where.begin;
     return absl::InvalidArgumentError(fmt::format("{}:{}:{}: {}", name_, at.line, at.column, what));
+  }
+  absl::Status Error(const toml::node& node, std::string_view what) const {
+    return Error(node.source(), what);
   }
 
   absl::Status String(const toml::node& node, std::string_view key, std::string& out) const {
@@ -130,7 +133,7 @@ absl::Status Reader::Route(const toml::table& table, gateway::Route& route) cons
     else if (key == "transient_statuses")
       s = Statuses(node, key, route.transient_statuses);
     else if (key != "key" && key != "key_pointer" && key != "in_flight")
-      return Error(node, fmt::format("unknown route setting '{}'; see docs/gateway.md", key));
+      return Error(k.source(), fmt::format("unknown route setting '{}'; see docs/gateway.md", key));
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
@@ -182,7 +185,7 @@ absl::Status Reader::Top(const toml::table& table, GatewayConfig& config) const 
         if (absl::Status rs = Route(*r.as_table(), config.routes.back()); !rs.ok()) return rs;
       }
     } else {
-      return Error(node, fmt::format("unknown setting '{}'; see docs/gateway.md", key));
+      return Error(k.source(), fmt::format("unknown setting '{}'; see docs/gateway.md", key));
     }
     if (!s.ok()) return s;
   }
@@ -201,7 +204,15 @@ absl::StatusOr<GatewayConfig> ParseConfigText(std::string_view text, std::string
     return absl::InvalidArgumentError(
         fmt::format("{}:{}:{}: {}", name, at.line, at.column, e.description()));
   }
-  if (absl::Status s = Reader(name).Top(table, base); !s.ok()) return s;
+  const Reader reader(name);
+  if (absl::Status s = reader.Top(table, base); !s.ok()) return s;
+  // A route's settings that only make sense together: named at the route's [[route]] line.
+  if (const toml::array* routes = table["route"].as_array(); routes != nullptr) {
+    for (size_t i = 0; i < base.routes.size() && i < routes->size(); ++i) {
+      absl::Status s = ValidateRoute(base.routes[i], base.lease, i);
+      if (!s.ok()) return reader.Error((*routes)[i], std::string(s.message()));
+    }
+  }
   return base;
 }
 

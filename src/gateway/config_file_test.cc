@@ -76,6 +76,10 @@ TEST(ParseConfigText, ErrorsNameFileLineAndWhatIsWrong) {
   ExpectError("[[route]]\nfinal_statuses = [99]\n", "idem.toml:2:", "HTTP status");
   ExpectError("[[route]]\nmethod = [\"POST\"]\n", "idem.toml:2:", "unknown route setting");
   ExpectError("route = 1\n", "idem.toml:1:", "[[route]]");
+  // Checks across a route's settings name the route's [[route]] line.
+  ExpectError("\n[[route]]\npath_prefix = \"webhooks\"\n", "idem.toml:2:", "must start with '/'");
+  ExpectError("lease = \"2s\"\n[[route]]\nin_flight = \"wait\"\nwait_max = \"5s\"\n",
+              "idem.toml:2:", "wait bound");
 }
 
 TEST(LoadConfigFile, MissingFileIsNotFound) {

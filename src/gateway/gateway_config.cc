@@ -31,7 +31,9 @@ absl::Status ValidateStatuses(const std::vector<int>& statuses, std::string_view
   return absl::OkStatus();
 }
 
-absl::Status ValidateRoute(const Route& route, const GatewayConfig& config, size_t index) {
+}  // namespace
+
+absl::Status ValidateRoute(const Route& route, Millis lease, size_t index) {
   const std::string where = fmt::format("route {} ({})", index + 1, route.path_prefix);
   if (route.methods.empty())
     return Bad(fmt::format("{}: methods is empty; name at least one", where));
@@ -47,10 +49,9 @@ absl::Status ValidateRoute(const Route& route, const GatewayConfig& config, size
     if (!tokens.ok())
       return Bad(fmt::format("{}: key pointer: {}", where, std::string(tokens.status().message())));
   }
-  if (route.in_flight == InFlightPolicy::kWait &&
-      (route.wait_max <= 0ms || route.wait_max > config.lease))
+  if (route.in_flight == InFlightPolicy::kWait && (route.wait_max <= 0ms || route.wait_max > lease))
     return Bad(fmt::format("{}: wait bound must be above 0 and at most the lease ({})", where,
-                           retry::FormatDuration(config.lease)));
+                           retry::FormatDuration(lease)));
   for (const std::string& h : route.replay_headers) {
     if (!IsHeaderName(h)) return Bad(fmt::format("{}: '{}' is not a header name", where, h));
   }
@@ -58,6 +59,8 @@ absl::Status ValidateRoute(const Route& route, const GatewayConfig& config, size
     return s;
   return ValidateStatuses(route.transient_statuses, where + ": transient statuses");
 }
+
+namespace {
 
 absl::Status ValidateSettings(const GatewayConfig& config) {
   if (config.listen.empty()) return Bad("--listen is missing: give HOST:PORT to listen on");
@@ -116,7 +119,7 @@ OutcomeClassifier ClassifierFor(const Route& route) {
 absl::Status ValidateConfig(const GatewayConfig& config) {
   if (absl::Status s = ValidateSettings(config); !s.ok()) return s;
   for (size_t i = 0; i < config.routes.size(); ++i) {
-    if (absl::Status s = ValidateRoute(config.routes[i], config, i); !s.ok()) return s;
+    if (absl::Status s = ValidateRoute(config.routes[i], config.lease, i); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

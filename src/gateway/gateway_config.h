@@ -88,6 +88,11 @@ OutcomeClassifier ClassifierFor(const Route& route);
 // pointer, a wait bound of zero or longer than the lease, a status outside 100-599.
 absl::Status ValidateConfig(const GatewayConfig& config);
 
+// Returns OK when the route at position `index` (0-based) can run under `lease`, else
+// InvalidArgument starting "route N (PREFIX): " and saying what to change (the route checks of
+// ValidateConfig).
+absl::Status ValidateRoute(const Route& route, Millis lease, size_t index);
+
 // Parses a size such as "512", "64KiB", "1MiB", "1GiB" (also KB/MB/GB as powers of 1000).
 // Errors: InvalidArgument naming the accepted forms.
 absl::StatusOr<int64_t> ParseByteSize(std::string_view text);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference"
@@ -47,6 +48,31 @@ StoredResponse RequestProblem(absl::Status status) {
   return ProblemResponse(ProblemFor(status, Origin::kRequest));
 }
 
+// Reads the body into `parser` within `timeout`. Returns the read's error, beast::error::timeout
+// when the body did not arrive in time. A timer cancels the read instead of the stream's own
+// timeout, which would close the socket: the client is still owed a 408.
+asio::awaitable<beast::error_code> ReadBody(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                            http::request_parser<http::string_body>& parser,
+                                            Millis timeout) {
+  struct State {
+    bool fired = false;
+    bool done = false;
+  };
+  auto state = std::make_shared<State>();
+  asio::steady_timer timer(co_await asio::this_coro::executor, timeout);
+  timer.async_wait([state, &stream](beast::error_code ec) {
+    if (ec || state->done) return;
+    state->fired = true;
+    beast::error_code ignored;
+    stream.socket().cancel(ignored);
+  });
+  stream.expires_never();
+  auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
+  state->done = true;
+  timer.cancel();
+  co_return state->fired ? beast::error_code(beast::error::timeout) : ec;
+}
+
 struct Outcome {
   bool keep_alive = false;
   Decision decision = Decision::kInvalid;
@@ -70,8 +96,7 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool,
   }
   http::request_parser<http::string_body> parser(std::move(head));
   parser.body_limit(static_cast<uint64_t>(ctx.config.max_body));
-  stream.expires_after(ctx.config.body_timeout);
-  auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
+  const beast::error_code ec = co_await ReadBody(stream, buffer, parser, ctx.config.body_timeout);
   if (ec == http::error::body_limit || ec == beast::error::timeout) {
     StoredResponse r = RequestProblem(
         ec == http::error::body_limit

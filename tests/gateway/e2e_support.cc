@@ -167,6 +167,10 @@ bool RawConnection::Write(const std::string& bytes) {
   return fd_ >= 0;
 }
 
+void RawConnection::ShutdownWrite() {
+  if (fd_ >= 0) shutdown(fd_, SHUT_WR);
+}
+
 std::string RawConnection::ReadUntilClosed(std::chrono::milliseconds bound) {
   std::string out;
   const auto deadline = std::chrono::steady_clock::now() + bound;
@@ -187,8 +191,8 @@ std::string RawConnection::ReadUntilClosed(std::chrono::milliseconds bound) {
   return out;
 }
 
-RunResult Run(const std::vector<std::string>& argv, const std::string& scratch_dir,
-              std::chrono::milliseconds bound) {
+RunResult RunToExit(const std::vector<std::string>& argv, const std::string& scratch_dir,
+                    std::chrono::milliseconds bound) {
   static int runs = 0;
   const std::string log = scratch_dir + "/run-" + std::to_string(++runs) + ".log";
   RunResult result;

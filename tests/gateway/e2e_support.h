@@ -72,6 +72,8 @@ class RawConnection {
   bool connected() const { return fd_ >= 0; }
   // Writes all of `bytes`; false when the peer closed or reset the connection.
   bool Write(const std::string& bytes);
+  // Closes the sending half: the peer reads end of stream.
+  void ShutdownWrite();
   // Reads until the peer closes the connection or `bound` passes; returns what arrived. Sets
   // closed() when the peer closed (or reset) it.
   std::string ReadUntilClosed(std::chrono::milliseconds bound);
@@ -88,8 +90,8 @@ struct RunResult {
   int exit_code = -1;
   std::string output;
 };
-RunResult Run(const std::vector<std::string>& argv, const std::string& scratch_dir,
-              std::chrono::milliseconds bound = std::chrono::seconds(30));
+RunResult RunToExit(const std::vector<std::string>& argv, const std::string& scratch_dir,
+                    std::chrono::milliseconds bound = std::chrono::seconds(30));
 
 // The value of an unlabelled or labelled Prometheus sample `name` (e.g.
 // `idem_requests_total{decision="executed"}`) in `metrics`, -1 when absent.

@@ -1,0 +1,120 @@
+// End-to-end: clients that misbehave (docs/gateway.md "What happens to a request"). Headers
+// dribbled slower than header_timeout: the connection is closed and the io threads keep serving
+// others. A body that stalls: 408 and closed. A truncated body: nothing forwarded, nothing stored.
+// Over max_connections: new connections are closed at once, existing ones keep working.
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "gateway_fixture.h"
+
+namespace idem::e2e {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+class E2E_SUITE(SlowClientE2E) : public GatewayFixture {
+ protected:
+  void StartWithLimits() {
+    StartGateway({"--config", Config(R"(
+header_timeout = "1s"
+body_timeout = "1s"
+max_connections = 6
+)")});
+  }
+
+  // The head of a guarded POST whose body is `length` bytes long.
+  static std::string Head(const std::string& key, size_t length, bool close = false) {
+    return "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: " + key +
+           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(length) +
+           (close ? "\r\nConnection: close" : "") + "\r\n\r\n";
+  }
+};
+#define SlowClientE2E E2E_SUITE(SlowClientE2E)
+
+TEST_F(SlowClientE2E, DribbledHeadersAreCutOffAtTheHeaderTimeoutWhileOthersAreServed) {
+  StartWithLimits();
+  // More slow clients than io threads (2): each thread has at least one.
+  std::vector<std::unique_ptr<RawConnection>> slow;
+  for (int i = 0; i < 4; ++i) {
+    slow.push_back(std::make_unique<RawConnection>(port_));
+    ASSERT_TRUE(slow.back()->Write("POST /charges HTTP/1.1\r\nHost: x\r\n"));
+  }
+  const auto start = Clock::now();
+  bool served = false;
+  // One header line every 200 ms: each arrives in time, but the whole head never does.
+  for (int line = 0; line < 15; ++line) {
+    for (auto& c : slow) c->Write("X-Slow-" + std::to_string(line) + ": y\r\n");
+    if (!served) {
+      const Response r = Post("fast-" + std::to_string(line));
+      EXPECT_EQ(r.status, 201) << r.error;
+      served = r.status == 201;
+    }
+    std::this_thread::sleep_for(milliseconds(200));  // the client's pace, not a wait
+  }
+  EXPECT_TRUE(served);
+  for (auto& c : slow) {
+    c->ReadUntilClosed(milliseconds(5000));
+    EXPECT_TRUE(c->closed());
+  }
+  EXPECT_LT(Clock::now() - start, milliseconds(8000));
+  EXPECT_EQ(Stat("calls"), 1);
+  EXPECT_TRUE(Eventually([&] { return Metric("idem_open_connections") == 0; }));
+}
+
+TEST_F(SlowClientE2E, StalledBodyIs408AndNothingIsStored) {
+  StartWithLimits();
+  RawConnection c(port_);
+  ASSERT_TRUE(c.Write(Head("stalled", kBody.size()) + kBody.substr(0, 5)));
+  const std::string answer = c.ReadUntilClosed(milliseconds(10000));
+  EXPECT_TRUE(c.closed());
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+  EXPECT_NE(answer.find("application/problem+json"), std::string::npos) << answer;
+  EXPECT_EQ(Stat("calls"), 0);
+  const Response retry = Post("stalled");
+  EXPECT_EQ(retry.status, 201);
+  EXPECT_EQ(retry.HeaderCount("Idempotent-Replayed"), 0);
+}
+
+TEST_F(SlowClientE2E, TruncatedBodyIsNeitherForwardedNorStored) {
+  StartWithLimits();
+  {
+    RawConnection c(port_);
+    ASSERT_TRUE(c.Write(Head("truncated", kBody.size() + 100) + kBody));
+    c.ShutdownWrite();
+    c.ReadUntilClosed(milliseconds(10000));
+    EXPECT_TRUE(c.closed());
+  }
+  EXPECT_EQ(Stat("calls"), 0);
+  const Response retry = Post("truncated");
+  EXPECT_EQ(retry.status, 201);
+  EXPECT_EQ(retry.HeaderCount("Idempotent-Replayed"), 0);
+  EXPECT_EQ(Stat("calls"), 1);
+}
+
+TEST_F(SlowClientE2E, OverTheConnectionLimitNewConnectionsAreClosedExistingOnesServed) {
+  StartGateway({"--config", Config("max_connections = 3\n")});
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<RawConnection>(port_));
+  ASSERT_TRUE(Eventually([&] { return Metric("idem_open_connections") == 3; }));
+  // A fourth connection is closed without an answer.
+  const Response refused = Post("refused");
+  EXPECT_EQ(refused.status, 0) << refused.body;
+  EXPECT_EQ(Stat("calls"), 0);
+  // The connections already open are served as usual.
+  ASSERT_TRUE(held[0]->Write(Head("held-0", kBody.size(), true) + kBody));
+  const std::string answer = held[0]->ReadUntilClosed(milliseconds(10000));
+  EXPECT_EQ(answer.rfind("HTTP/1.1 201", 0), 0u) << answer;
+  // Once connections close, new ones are accepted again.
+  held.clear();
+  Response later;
+  EXPECT_TRUE(Eventually([&] {
+    later = Post("later");
+    return later.status == 201;
+  }));
+  EXPECT_EQ(Stat("calls"), 2);
+}
+
+}  // namespace
+}  // namespace idem::e2e
