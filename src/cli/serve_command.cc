@@ -42,7 +42,7 @@ Example:
 
 struct Flags {
   std::string listen, upstream, store, admin, config, lease, upstream_timeout, retention, max_body,
-      tenant_header, lock_timeout, log_level = "info";
+      tenant_header, lock_timeout, cache_bytes, log_level = "info";
   bool require_key = false;
   int io_threads = 0;
   int store_threads = 0;
@@ -76,12 +76,19 @@ absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayCon
           fmt::format("{}: {}", d.name, std::string(value.status().message())));
     d.into = *value;
   }
-  if (given("--max-body")) {
-    absl::StatusOr<int64_t> size = gateway::ParseByteSize(f.max_body);
+  struct SizeFlag {
+    const char* name;
+    const std::string& text;
+    int64_t& into;
+  };
+  for (const SizeFlag& z : {SizeFlag{"--max-body", f.max_body, config.max_body},
+                            SizeFlag{"--cache-bytes", f.cache_bytes, config.cache_bytes}}) {
+    if (!given(z.name)) continue;
+    absl::StatusOr<int64_t> size = gateway::ParseByteSize(z.text);
     if (!size.ok())
       return absl::InvalidArgumentError(
-          fmt::format("--max-body: {}", std::string(size.status().message())));
-    config.max_body = *size;
+          fmt::format("{}: {}", z.name, std::string(size.status().message())));
+    z.into = *size;
   }
   return absl::OkStatus();
 }
@@ -154,6 +161,8 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
                   "Longest upstream call; must be shorter than --lease (10s)");
   cmd->add_option("--retention", f->retention, "How long outcomes are replayed (24h)");
   cmd->add_option("--max-body", f->max_body, "Largest guarded request body (1MiB)");
+  cmd->add_option("--cache-bytes", f->cache_bytes,
+                  "Memory for replaying finished outcomes without a store call; 0: none (64MiB)");
   cmd->add_flag("--require-key", f->require_key, "POST and PATCH without a key get 400");
   cmd->add_option("--tenant-header", f->tenant_header, "Header naming the tenant of a key");
   cmd->add_option("--lock-timeout", f->lock_timeout,

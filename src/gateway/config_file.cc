@@ -159,6 +159,8 @@ absl::Status Reader::Top(const toml::table& table, GatewayConfig& config) const 
       s = Duration(node, key, config.retention);
     else if (key == "max_body")
       s = Size(node, key, config.max_body);
+    else if (key == "cache_bytes")
+      s = Size(node, key, config.cache_bytes);
     else if (key == "require_key")
       s = Bool(node, key, config.require_key);
     else if (key == "tenant_header")

@@ -74,6 +74,7 @@ absl::Status ValidateSettings(const GatewayConfig& config) {
         "lapse while its upstream call still runs, and a retry would send the request twice",
         retry::FormatDuration(config.upstream_timeout), retry::FormatDuration(config.lease)));
   if (config.max_body <= 0) return Bad("--max-body must be above 0");
+  if (config.cache_bytes < 0) return Bad("--cache-bytes must be 0 (no cache) or more");
   if (!config.tenant_header.empty() && !IsHeaderName(config.tenant_header))
     return Bad(fmt::format("--tenant-header '{}' is not a header name", config.tenant_header));
   if (config.io_threads < 0 || config.store_threads < 1 || config.max_connections < 1)

@@ -61,10 +61,12 @@ struct GatewayConfig {
   // How long a store call waits for a lock another process holds (StoreOptions::lock_timeout).
   Millis store_lock_timeout = 5s;
   int64_t max_body = 1 << 20;  // bytes; a larger body is refused with 413
-  bool require_key = false;    // the default route requires a key
-  std::string tenant_header;   // empty: SHA-256 of Authorization, else the global scope
-  int io_threads = 0;          // 0: one per core
-  int store_threads = 2;       // threads reading the store (gets); one more thread writes
+  // Bytes of finished outcomes kept in memory for replays (ReplayCache); 0: no cache.
+  int64_t cache_bytes = 64 << 20;
+  bool require_key = false;   // the default route requires a key
+  std::string tenant_header;  // empty: SHA-256 of Authorization, else the global scope
+  int io_threads = 0;         // 0: one per core
+  int store_threads = 2;      // threads reading the store (gets); one more thread writes
   int max_connections = 10000;
   Millis header_timeout = 10s;  // to read a request's headers
   Millis body_timeout = 30s;    // to read a request's body

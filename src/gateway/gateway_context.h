@@ -1,5 +1,5 @@
 // Internal: what every io thread of `idem serve` shares: the settings, the key store's async door,
-// the metrics and the record of what is in flight.
+// the replay cache, the metrics and the record of what is in flight.
 //
 // Thread-safety: the referenced objects are thread-safe (or immutable, for the settings).
 #ifndef IDEM_GATEWAY_GATEWAY_CONTEXT_H_
@@ -13,12 +13,14 @@
 #include "gateway/in_flight.h"
 #include "gateway/key_service.h"
 #include "gateway/metrics.h"
+#include "gateway/replay_cache.h"
 
 namespace idem::gateway {
 
 struct GatewayContext {
   const GatewayConfig& config;
   KeyService& keys;
+  ReplayCache& cache;
   Metrics& metrics;
   InFlight& in_flight;
   std::string owner;                  // this process's lease owner name

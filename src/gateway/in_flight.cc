@@ -12,11 +12,24 @@ void InFlight::EndRequest() {
   if (--requests_ == 0) idle_.notify_all();
 }
 
-uint64_t InFlight::HoldKey(const Scope& scope, int64_t fence) {
+uint64_t InFlight::HoldKey(const Scope& scope, int64_t fence, SteadyTime lease_end) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t ticket = next_ticket_++;
-  keys_.emplace(ticket, HeldKey{scope, fence});
+  keys_.emplace(ticket, HeldKey{ticket, scope, fence, lease_end});
   return ticket;
+}
+
+void InFlight::RenewKey(uint64_t ticket, SteadyTime lease_end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = keys_.find(ticket);
+  if (it != keys_.end() && lease_end > it->second.lease_end) it->second.lease_end = lease_end;
+}
+
+std::optional<InFlight::SteadyTime> InFlight::LeaseEnd(uint64_t ticket) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = keys_.find(ticket);
+  if (it == keys_.end()) return std::nullopt;
+  return it->second.lease_end;
 }
 
 void InFlight::ForgetKey(uint64_t ticket) {

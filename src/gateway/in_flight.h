@@ -1,5 +1,8 @@
-// Internal: what a gateway process has in flight, so SIGTERM can wait for it within a bound and
-// then release the keys still held (their upstream calls did not finish in time).
+// Internal: what a gateway process has in flight: the requests, so SIGTERM can wait for them
+// within a bound and then release the keys still held (their upstream calls did not finish in
+// time); the keys held, for the gateway-wide heartbeat (LeaseTicker), with the time each lease is
+// known to run to, by this host's steady clock (a store's lease end and time converted to it, so
+// hosts' wall clocks never enter).
 //
 // Thread-safety: every member may be called from any thread at once.
 #ifndef IDEM_GATEWAY_IN_FLIGHT_H_
@@ -10,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "idem/record.h"
@@ -18,17 +22,27 @@ namespace idem::gateway {
 
 class InFlight final {
  public:
+  using SteadyTime = std::chrono::steady_clock::time_point;
+
   struct HeldKey {
+    uint64_t ticket = 0;
     Scope scope;
     int64_t fence = 0;
+    SteadyTime lease_end;
   };
 
   // A request began / ended (every request, guarded or not).
   void BeginRequest();
   void EndRequest();
 
-  // This process now holds `scope` with `fence`; returns a ticket for ForgetKey.
-  uint64_t HoldKey(const Scope& scope, int64_t fence);
+  // This process now holds `scope` with `fence`, its lease known to run to `lease_end`; returns a
+  // ticket for the calls below.
+  uint64_t HoldKey(const Scope& scope, int64_t fence, SteadyTime lease_end);
+  // A heartbeat extended the lease to `lease_end`. Ignored for a ticket no longer held, or an end
+  // earlier than the one known (heartbeats may complete out of order).
+  void RenewKey(uint64_t ticket, SteadyTime lease_end);
+  // The end known for the ticket's lease; nullopt once forgotten.
+  std::optional<SteadyTime> LeaseEnd(uint64_t ticket) const;
   // The key's outcome is recorded or it was released.
   void ForgetKey(uint64_t ticket);
 

@@ -48,6 +48,8 @@ class ReplayCache final {
   void Put(const Scope& scope, CachedOutcome outcome, int64_t expires_ms);
 
   int64_t bytes() const;
+  // The cache clock's time (for an expiry counted from a write's start).
+  int64_t NowMillis() const { return clock_.NowMillis(); }
   bool enabled() const { return max_bytes_ > 0; }
 
  private:

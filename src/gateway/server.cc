@@ -18,6 +18,7 @@
 
 #include "gateway/admin.h"
 #include "gateway/gateway_context.h"
+#include "gateway/lease_ticker.h"
 #include "gateway/session.h"
 #include "gateway/upstream_pool.h"
 #include "idem/uuid.h"
@@ -92,7 +93,12 @@ class ServerImpl final : public Server {
  public:
   ServerImpl(const GatewayConfig& config, Store& store, KeyService& keys, Metrics& metrics)
       : store_(store),
-        ctx_{.config = config, .keys = keys, .metrics = metrics, .in_flight = in_flight_} {
+        cache_(config.cache_bytes, SystemClock(), metrics),
+        ctx_{.config = config,
+             .keys = keys,
+             .cache = cache_,
+             .metrics = metrics,
+             .in_flight = in_flight_} {
     ctx_.owner = fmt::format("idem-serve-{}-{}", getpid(), NewUuidV7().substr(24));
   }
   ~ServerImpl() override { Shutdown(0ms); }
@@ -107,6 +113,7 @@ class ServerImpl final : public Server {
 
   Store& store_;
   InFlight in_flight_;
+  ReplayCache cache_;
   GatewayContext ctx_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::optional<tcp::acceptor> acceptor_;
@@ -146,6 +153,7 @@ absl::Status ServerImpl::Init() {
     asio::co_spawn(first, AcceptAdmin(ctx_, *workers_.front()->pool, *admin_), LogException);
   }
   asio::co_spawn(first, AcceptLoop(), LogException);
+  asio::co_spawn(first, RunLeaseTicker(ctx_), LogException);
   for (auto& w : workers_) {
     w->thread = std::thread([ioc = &w->ioc] {
       auto guard = asio::make_work_guard(*ioc);
