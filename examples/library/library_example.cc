@@ -86,11 +86,15 @@ const char* WhatToDo(const absl::Status& status) {
 absl::StatusOr<idem::GuardResult> ChargeOnce(idem::LeaseGuard& guard, const std::string& key) {
   auto acquired =
       guard.Acquire({.tenant = "shop", .key = key}, idem::Sha256Hex("POST /charges amount=500"));
-  if (!acquired.ok()) return acquired.status();  // Aborted: in flight; FailedPrecondition: reuse
+  if (!acquired.ok()) return acquired.status();  // FailedPrecondition: the key was reused
   if (acquired->replay.has_value()) return *acquired->replay;
+  if (acquired->in_flight.has_value()) {  // another holder runs it now: ask again later
+    return absl::AbortedError("in flight; retry in " +
+                              std::to_string(acquired->in_flight->remaining().count()) + " ms");
+  }
   idem::LeasedKey& leased = *acquired->key;
-  // Call the provider here, sending `key` on as its Idempotency-Key; call leased.Heartbeat()
-  // while a long call runs. Then record what it answered:
+  // Call the provider here, sending `key` on as its Idempotency-Key; while a long call runs,
+  // call leased.Heartbeat(), which returns the lease's new end. Then record what it answered:
   const idem::StoredResponse answer{.status = 200, .body = R"({"charge":"ch_1"})"};
   return leased.Finish(answer);
 }

@@ -46,8 +46,13 @@ namespace idem {
 using namespace std::chrono_literals;
 
 struct StoreOptions {
-  // Time source for leases, timestamps and expiry. Default (null): SystemClock(). Not owned; must
-  // outlive the store.
+  // Time source for leases, timestamps and expiry. Not owned; must outlive the store. When set
+  // (tests inject a ManualClock), every store uses it. Default (null): on SQLite, SystemClock();
+  // on PostgreSQL, the database server's clock (clock_timestamp(), read once per lease-mode call
+  // or batch) for every lease-mode write, TakeOver, SweepExpired and List, so gateways on hosts
+  // whose clocks disagree share one clock and none can take over a live lease early;
+  // LeaseWriteResult::now_ms is then the database's now. Get and transaction mode read
+  // SystemClock() there (a skew only shifts when a finished record stops being replayed).
   Clock* clock = nullptr;
   // How long a completed or failed_final record is replayed after it was written; an in_progress
   // record is kept at most this long after its claim. Default 24 h.

@@ -9,10 +9,10 @@
 
 #include "common/status_macros.h"
 #include "core/key_query.h"
-#include "core/lease_batch_one_by_one.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
 #include "store/postgres/pg_key_table.h"
+#include "store/postgres/pg_lease_batch.h"
 #include "store/postgres/pg_pool.h"
 #include "store/postgres/pg_schema.h"
 #include "store/postgres/pg_uri.h"
@@ -41,15 +41,20 @@ class PostgresStore final : public Store {
         clock_(options.clock != nullptr ? *options.clock : SystemClock()) {}
 
   absl::StatusOr<ClaimResult> Claim(const ClaimRequest& request) override {
-    IDEM_RETURN_IF_ERROR(CheckRequest(request));
-    IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
-    return ClaimKey(*conn, Params(request), /*take_over_lapsed=*/false);
+    IDEM_ASSIGN_OR_RETURN(LeaseWriteResult result, One({.kind = LeaseWrite::Kind::kClaim,
+                                                        .scope = request.scope,
+                                                        .fingerprint = request.fingerprint,
+                                                        .owner = request.owner,
+                                                        .lease = request.lease}));
+    IDEM_RETURN_IF_ERROR(result.status);
+    return ClaimResult{result.claimed, std::move(result.record)};
   }
 
   absl::StatusOr<KeyRecord> TakeOver(const ClaimRequest& request, int64_t expected_fence) override {
     IDEM_RETURN_IF_ERROR(CheckRequest(request));
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
-    const ClaimParams p = Params(request);
+    IDEM_ASSIGN_OR_RETURN(const int64_t now, StoreNow(*conn, options_.clock));
+    const ClaimParams p = Params(request, now);
     IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> won, TakeOverLapsed(*conn, p, expected_fence));
     if (won.has_value()) return *std::move(won);
     IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(*conn, p.scope, p.now_ms));
@@ -68,18 +73,17 @@ class PostgresStore final : public Store {
 
   absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
       std::span<const LeaseWrite> writes) override {
-    return ApplyLeaseBatchOneByOne(*this, clock_, writes);
+    if (writes.empty()) return std::vector<LeaseWriteResult>();
+    IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
+    return postgres::ApplyLeaseBatch(*conn, options_.clock, options_.retention, writes);
   }
 
   absl::Status Heartbeat(const Scope& scope, int64_t fence, Millis lease) override {
-    IDEM_RETURN_IF_ERROR(ValidateScope(scope));
-    IDEM_RETURN_IF_ERROR(CheckLease(lease));
-    IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
-    const int64_t now = clock_.NowMillis();
-    IDEM_ASSIGN_OR_RETURN(int64_t changed,
-                          ExtendLease(*conn, scope, fence, now, now + lease.count()));
-    if (changed == 1) return absl::OkStatus();
-    return StaleFenceError(*conn, scope, fence, now, "heartbeat");
+    IDEM_ASSIGN_OR_RETURN(LeaseWriteResult result, One({.kind = LeaseWrite::Kind::kHeartbeat,
+                                                        .scope = scope,
+                                                        .lease = lease,
+                                                        .fence = fence}));
+    return result.status;
   }
 
   absl::Status Complete(const Scope& scope, int64_t fence,
@@ -93,12 +97,10 @@ class PostgresStore final : public Store {
   }
 
   absl::Status Release(const Scope& scope, int64_t fence) override {
-    IDEM_RETURN_IF_ERROR(ValidateScope(scope));
-    IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
-    const int64_t now = clock_.NowMillis();
-    IDEM_ASSIGN_OR_RETURN(int64_t changed, DeleteClaim(*conn, scope, fence, now));
-    if (changed == 1) return absl::OkStatus();
-    return StaleFenceError(*conn, scope, fence, now, "release");
+    IDEM_ASSIGN_OR_RETURN(
+        LeaseWriteResult result,
+        One({.kind = LeaseWrite::Kind::kRelease, .scope = scope, .fence = fence}));
+    return result.status;
   }
 
   absl::StatusOr<KeyRecord> Get(const Scope& scope) override {
@@ -117,13 +119,15 @@ class PostgresStore final : public Store {
           fmt::format("SweepExpired needs max_rows >= 1, got {}", max_rows));
     }
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
-    return DeleteExpired(*conn, clock_.NowMillis(), max_rows);
+    IDEM_ASSIGN_OR_RETURN(const int64_t now, StoreNow(*conn, options_.clock));
+    return DeleteExpired(*conn, now, max_rows);
   }
 
   absl::StatusOr<std::vector<KeyRecord>> List(const KeyQuery& query) override {
     IDEM_RETURN_IF_ERROR(ValidateKeyQuery(query));
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
-    return SelectMany(*conn, query, clock_.NowMillis());
+    IDEM_ASSIGN_OR_RETURN(const int64_t now, StoreNow(*conn, options_.clock));
+    return SelectMany(*conn, query, now);
   }
 
   absl::Status Purge(const Scope& scope) override {
@@ -143,8 +147,17 @@ class PostgresStore final : public Store {
   }
 
  private:
-  ClaimParams Params(const ClaimRequest& request) const {
-    const int64_t now = clock_.NowMillis();
+  // A single lease-mode call: a batch of one (in autocommit) with the single calls' rules.
+  absl::StatusOr<LeaseWriteResult> One(const LeaseWrite& write) {
+    IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
+    IDEM_ASSIGN_OR_RETURN(
+        std::vector<LeaseWriteResult> results,
+        postgres::ApplyLeaseBatch(*conn, options_.clock, options_.retention, {&write, 1},
+                                  {.take_over_lapsed = false, .idempotent_finish = false}));
+    return std::move(results[0]);
+  }
+
+  ClaimParams Params(const ClaimRequest& request, int64_t now) const {
     const int64_t lease_until = now + request.lease.count();
     return ClaimParams{request.scope, request.fingerprint,
                        request.owner, now,
@@ -153,13 +166,13 @@ class PostgresStore final : public Store {
 
   absl::Status Record(const Scope& scope, int64_t fence, KeyState state,
                       const StoredResponse& response) {
-    IDEM_RETURN_IF_ERROR(ValidateScope(scope));
-    IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool_->Acquire());
-    const int64_t now = clock_.NowMillis();
-    IDEM_ASSIGN_OR_RETURN(int64_t changed, RecordOutcome(*conn, scope, fence, state, response, now,
-                                                         now + options_.retention.count()));
-    if (changed == 1) return absl::OkStatus();
-    return StaleFenceError(*conn, scope, fence, now, "outcome");
+    IDEM_ASSIGN_OR_RETURN(LeaseWriteResult result,
+                          One({.kind = state == KeyState::kCompleted ? LeaseWrite::Kind::kComplete
+                                                                     : LeaseWrite::Kind::kFailFinal,
+                               .scope = scope,
+                               .fence = fence,
+                               .response = response}));
+    return result.status;
   }
 
   std::shared_ptr<ConnectionPool> pool_;
