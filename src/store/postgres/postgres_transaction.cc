@@ -17,7 +17,7 @@ namespace {
 
 // How long a claim made in a transaction holds should its transaction ever commit it unfinished
 // (the guard never does): the default lease of lease mode.
-constexpr Millis kTransactionLease = ClaimRequest{}.lease;
+const Millis kTransactionLease = ClaimRequest{}.lease;
 
 // Names are sent quoted ("inner", "select" are keywords), always, so they match each other.
 absl::Status CheckSavepointName(std::string_view name) {
