@@ -158,6 +158,9 @@ void ScriptedServer::ReadNext(std::shared_ptr<Conn> c) {
     if (auto it = c->req.find("Idempotency-Key"); it != c->req.end()) {
       seen.idempotency_key = std::string(it->value());
     }
+    for (const auto& field : c->req) {
+      seen.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       requests_.push_back(seen);

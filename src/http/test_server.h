@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace idem::http::testing {
@@ -31,6 +32,7 @@ struct SeenRequest {
   std::string body;
   int connection = 0;  // 1 for the first connection accepted, and so on
   int index = 0;       // 1 for the first request on its connection
+  std::vector<std::pair<std::string, std::string>> headers;  // every header, in order
 };
 
 struct ScriptedReply {

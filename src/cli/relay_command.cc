@@ -1,0 +1,230 @@
+// `idem relay --store URI --sink http --url URL --secret whsec_...`: publishes the outbox
+// (docs/outbox.md, "idem relay").
+#include <fmt/format.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+#include "idem/retry/duration.h"
+#include "idem/store.h"
+#include "relay/http_sink.h"
+#include "relay/relay_lock.h"
+#include "relay/relay_loop.h"
+#include "relay/relay_store.h"
+
+namespace idem::cli {
+namespace {
+
+// Exit codes: a contract (docs/outbox.md); never renumber.
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 2;
+constexpr int kExitStore = 3;
+constexpr int kExitGone = 4;
+constexpr int kExitLocked = 5;
+
+constexpr const char* kFooter = R"(Exit status:
+  0  stopped by SIGTERM or SIGINT (the batch under way finished and recorded first), or, with
+     --once, nothing was left to send now
+  2  usage error: bad flag, duration, sink, URL or secret; a store file that does not exist
+  3  the store failed: unreachable, locked, corrupt, not idem's, or newer than this idem
+  4  the endpoint answered 410 Gone: delivery to it stopped; its messages stay pending
+  5  SQLite: another relay is running on this store (--wait waits for it instead)
+
+Examples:
+  idem relay --store sqlite:./idem.db --sink http --url http://127.0.0.1:9000/hooks \
+             --secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+  IDEM_WEBHOOK_SECRET=whsec_... idem relay --store postgresql://idem@127.0.0.1/idem \
+             --sink http --url https://hooks.example.com/idem --batch 200)";
+
+struct RelayFlags {
+  std::string store, sink, url, secret, lock_timeout;
+  std::string timeout = "10s", lease = "30s", poll = "1s", retention = "24h";
+  std::string backoff_base = "1s", backoff_cap = "5m", jitter = "full";
+  int64_t batch = 100;
+  int max_attempts = 10;
+  bool let_dead_pass = false, once = false, wait = false;
+};
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "idem relay: %s\n", message.c_str());
+  return code;
+}
+
+absl::StatusOr<Millis> Duration(const std::string& text, const char* flag) {
+  absl::StatusOr<Millis> d = retry::ParseDuration(text);
+  if (!d.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}", flag, std::string(d.status().message())));
+  }
+  return *d;
+}
+
+absl::StatusOr<relay::RelayOptions> MakeOptions(const RelayFlags& f) {
+  relay::RelayOptions o;
+  o.batch_size = f.batch;
+  o.max_attempts = f.max_attempts;
+  o.let_dead_pass = f.let_dead_pass;
+  for (auto [text, field, flag] :
+       {std::tuple{&f.timeout, &o.send_timeout, "--timeout"},
+        std::tuple{&f.lease, &o.lease, "--lease"}, std::tuple{&f.poll, &o.poll_interval, "--poll"},
+        std::tuple{&f.retention, &o.retention, "--retention"},
+        std::tuple{&f.backoff_base, &o.backoff.base, "--backoff-base"},
+        std::tuple{&f.backoff_cap, &o.backoff.cap, "--backoff-cap"}}) {
+    absl::StatusOr<Millis> d = Duration(*text, flag);
+    if (!d.ok()) return d.status();
+    *field = *d;
+  }
+  absl::StatusOr<retry::Jitter> jitter = retry::ParseJitter(f.jitter);
+  if (!jitter.ok())
+    return absl::InvalidArgumentError("--jitter: use none, full, equal or decorrelated");
+  o.backoff.jitter = *jitter;
+  if (absl::Status valid = relay::ValidateRelayOptions(o); !valid.ok()) return valid;
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<relay::Sink>> MakeSink(const RelayFlags& f, Millis timeout) {
+  if (f.sink != "http") {
+    return absl::InvalidArgumentError(fmt::format("--sink '{}' is not known: use http", f.sink));
+  }
+  if (f.url.empty()) return absl::InvalidArgumentError("--sink http needs --url");
+  std::string secret = f.secret;
+  if (secret.empty()) {
+    const char* env = std::getenv("IDEM_WEBHOOK_SECRET");
+    if (env != nullptr) secret = env;
+  }
+  if (secret.empty()) {
+    return absl::InvalidArgumentError(
+        "--sink http needs --secret whsec_... (or IDEM_WEBHOOK_SECRET in the environment)");
+  }
+  auto sink = relay::HttpSink::Create({.url = f.url, .secret = secret, .timeout = timeout});
+  if (!sink.ok()) return sink.status();
+  return std::unique_ptr<relay::Sink>(std::move(*sink));
+}
+
+// Takes the SQLite relay lock: at once, or (--wait) retrying until it is free or a stop signal.
+absl::StatusOr<std::unique_ptr<relay::RelayLock>> LockSqlite(const RelayFlags& f,
+                                                             const std::atomic<bool>& stop) {
+  absl::StatusOr<std::string> path = relay::SqlitePathOf(f.store);
+  if (!path.ok()) return path.status();
+  while (true) {
+    auto lock = relay::RelayLock::TryAcquire(*path);
+    if (lock.ok() || !absl::IsAborted(lock.status()) || !f.wait || stop.load()) return lock;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+int Relay(const RelayFlags& f) {
+  absl::StatusOr<relay::RelayOptions> options = MakeOptions(f);
+  if (!options.ok()) return Fail(kExitUsage, std::string(options.status().message()));
+  absl::StatusOr<relay::Dialect> dialect = relay::DialectOf(f.store);
+  if (!dialect.ok()) return Fail(kExitUsage, std::string(dialect.status().message()));
+  absl::StatusOr<std::unique_ptr<relay::Sink>> sink = MakeSink(f, options->send_timeout);
+  if (!sink.ok()) return Fail(kExitUsage, std::string(sink.status().message()));
+
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::atomic<bool> stop{false};
+  relay::Relay* running = nullptr;
+  std::mutex running_mu;
+  std::thread signals([&] {
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    stop.store(true);
+    std::lock_guard<std::mutex> lock(running_mu);
+    if (running != nullptr) running->RequestStop();
+  });
+  auto finish = [&](int code) {
+    if (!stop.exchange(true)) pthread_kill(signals.native_handle(), SIGTERM);
+    signals.join();
+    return code;
+  };
+
+  std::unique_ptr<relay::RelayLock> lock;
+  if (*dialect == relay::Dialect::kSqlite) {
+    auto locked = LockSqlite(f, stop);
+    if (!locked.ok()) {
+      return finish(Fail(absl::IsAborted(locked.status()) ? kExitLocked : kExitStore,
+                         std::string(locked.status().message())));
+    }
+    lock = std::move(*locked);
+  }
+  StoreOptions store_options;
+  store_options.create_if_missing = false;
+  store_options.max_connections = 2;
+  if (!f.lock_timeout.empty()) {
+    absl::StatusOr<Millis> wait = Duration(f.lock_timeout, "--lock-timeout");
+    if (!wait.ok()) return finish(Fail(kExitUsage, std::string(wait.status().message())));
+    store_options.lock_timeout = *wait;
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(f.store, store_options);
+  if (!store.ok()) {
+    const bool usage = absl::IsInvalidArgument(store.status()) || absl::IsNotFound(store.status());
+    return finish(Fail(usage ? kExitUsage : kExitStore,
+                       fmt::format("cannot open the store {}: {}", RedactStoreUri(f.store),
+                                   std::string(store.status().message()))));
+  }
+  relay::RelayStore relay_store(**store, *dialect, fmt::format("relay-{}", ::getpid()));
+  relay::RelayMetrics metrics;
+  relay::Relay relay(relay_store, **sink, SystemClock(), *options, metrics);
+  {
+    std::lock_guard<std::mutex> guard(running_mu);
+    running = &relay;
+    if (stop.load()) relay.RequestStop();
+  }
+  if (f.once) relay.SetWaiter([&](Millis) { relay.RequestStop(); });
+  std::fprintf(stderr, "idem relay: publishing the outbox of %s to %s\n",
+               RedactStoreUri(f.store).c_str(), f.url.c_str());
+  absl::Status ran = relay.Run();
+  {
+    std::lock_guard<std::mutex> guard(running_mu);
+    running = nullptr;
+  }
+  std::fprintf(stderr, "idem relay: sent %lld, retried %lld, dead %lld\n",
+               static_cast<long long>(metrics.sent.load()),
+               static_cast<long long>(metrics.retried.load()),
+               static_cast<long long>(metrics.dead.load()));
+  if (absl::IsFailedPrecondition(ran)) return finish(Fail(kExitGone, std::string(ran.message())));
+  if (!ran.ok()) return finish(Fail(kExitStore, std::string(ran.message())));
+  return finish(kExitOk);
+}
+
+}  // namespace
+
+void AddRelayCommand(CLI::App& app, int& exit_code) {
+  auto f = std::make_shared<RelayFlags>();
+  CLI::App* cmd = app.add_subcommand("relay", "Publish the outbox, at least once, in order");
+  cmd->footer(kFooter);
+  cmd->add_option("--store", f->store, "The store: sqlite:PATH or postgresql://...")->required();
+  cmd->add_option("--sink", f->sink, "Where messages go: http")->required();
+  cmd->add_option("--url", f->url, "http: the endpoint each message is POSTed to");
+  cmd->add_option("--secret", f->secret,
+                  "http: whsec_<base64> signing key (default: $IDEM_WEBHOOK_SECRET)");
+  cmd->add_option("--batch", f->batch, "Messages claimed at once (100)");
+  cmd->add_option("--timeout", f->timeout, "Per message, connecting included (10s)");
+  cmd->add_option("--max-attempts", f->max_attempts, "Attempts before a message is dead (10)");
+  cmd->add_option("--backoff-base", f->backoff_base, "First retry's ceiling (1s)");
+  cmd->add_option("--backoff-cap", f->backoff_cap, "Longest wait between attempts (5m)");
+  cmd->add_option("--jitter", f->jitter, "none, full, equal or decorrelated (full)");
+  cmd->add_flag("--let-dead-pass", f->let_dead_pass,
+                "A dead message no longer holds back its aggregate's followers");
+  cmd->add_option("--poll", f->poll, "Wait after finding nothing to send (1s)");
+  cmd->add_option("--lease", f->lease, "PostgreSQL: how long a batch holds its aggregates (30s)");
+  cmd->add_option("--retention", f->retention, "Sent messages are deleted after this (24h)");
+  cmd->add_option("--lock-timeout", f->lock_timeout,
+                  "How long a store call waits for a store locked by another process (5s)");
+  cmd->add_flag("--once", f->once, "Exit once nothing is left to send now");
+  cmd->add_flag("--wait", f->wait, "SQLite: wait for a running relay to exit instead of failing");
+  cmd->callback([f, &exit_code] { exit_code = Relay(*f); });
+}
+
+}  // namespace idem::cli
