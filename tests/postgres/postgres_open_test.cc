@@ -50,7 +50,8 @@ TEST_F(PostgresOpen, FreshSchemaIsMigratedToTheNewestVersion) {
   EXPECT_EQ(Rows("SELECT version, name FROM idem_schema_migrations"),
             (std::vector<std::vector<std::string>>{{"1", "0001_create_idem_keys.sql"},
                                                    {"2", "0002_fence_sequence.sql"},
-                                                   {"3", "0003_outbox.sql"}}));
+                                                   {"3", "0003_outbox.sql"},
+                                                   {"4", "0004_inbox.sql"}}));
   EXPECT_EQ(Rows("SELECT count(*) FROM idem_keys"), (std::vector<std::vector<std::string>>{{"0"}}));
 }
 
@@ -79,7 +80,7 @@ TEST_F(PostgresOpen, ManyProcessesOpeningAtOnceMigrateOnce) {
   // Each migration once: as many rows as distinct versions, and every embedded one present.
   EXPECT_EQ(Rows("SELECT count(*), count(DISTINCT version), max(version) FROM "
                  "idem_schema_migrations"),
-            (std::vector<std::vector<std::string>>{{"3", "3", "3"}}));
+            (std::vector<std::vector<std::string>>{{"4", "4", "4"}}));
 }
 
 TEST_F(PostgresOpen, MalformedUriIsInvalidArgument) {
