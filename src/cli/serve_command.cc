@@ -17,6 +17,7 @@
 #include "gateway/metrics.h"
 #include "gateway/server.h"
 #include "gateway/sweeper.h"
+#include "http/tls.h"
 #include "idem/retry/duration.h"
 #include "idem/store.h"
 
@@ -42,7 +43,7 @@ Example:
 
 struct Flags {
   std::string listen, upstream, store, admin, config, lease, upstream_timeout, retention, max_body,
-      tenant_header, lock_timeout, cache_bytes, log_level = "info";
+      tenant_header, lock_timeout, cache_bytes, cacert, log_level = "info";
   bool require_key = false;
   int io_threads = 0;
   int store_threads = 0;
@@ -55,6 +56,7 @@ absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayCon
   if (given("--upstream")) config.upstream = f.upstream;
   if (given("--store")) config.store = f.store;
   if (given("--admin")) config.admin = f.admin;
+  if (given("--cacert")) config.cacert = f.cacert;
   if (given("--tenant-header")) config.tenant_header = f.tenant_header;
   if (given("--require-key")) config.require_key = f.require_key;
   if (given("--io-threads")) config.io_threads = f.io_threads;
@@ -90,6 +92,16 @@ absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayCon
           fmt::format("{}: {}", z.name, std::string(size.status().message())));
     z.into = *size;
   }
+  return absl::OkStatus();
+}
+
+// An unreadable --cacert is a usage error, found before anything starts.
+absl::Status CheckCacert(const std::string& file) {
+  absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> tls =
+      http::MakeClientTlsContext({.ca_file = file});
+  if (!tls.ok())
+    return absl::InvalidArgumentError(
+        fmt::format("--cacert {}: {}", file, std::string(tls.status().message())));
   return absl::OkStatus();
 }
 
@@ -152,7 +164,10 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->footer(kFooter);
   auto f = std::make_shared<Flags>();
   cmd->add_option("--listen", f->listen, "HOST:PORT to accept requests on");
-  cmd->add_option("--upstream", f->upstream, "http://HOST:PORT[/prefix] to forward requests to");
+  cmd->add_option("--upstream", f->upstream, "http(s)://HOST:PORT[/prefix] to forward requests to");
+  cmd->add_option(
+      "--cacert", f->cacert,
+      "PEM file of CA certificates trusted for an https upstream, besides the system's");
   cmd->add_option("--store", f->store, "Key store: sqlite:PATH or postgresql://...");
   cmd->add_option("--admin", f->admin, "HOST:PORT for /healthz, /readyz and /metrics");
   cmd->add_option("--config", f->config, "TOML file with these settings and [[route]] tables");
@@ -186,6 +201,7 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
     }
     absl::Status s = ApplyFlags(*f, *cmd, config);
     if (s.ok()) s = gateway::ValidateConfig(config);
+    if (s.ok() && !config.cacert.empty()) s = CheckCacert(config.cacert);
     if (!s.ok()) {
       std::fprintf(stderr, "idem serve: %s\n", std::string(s.message()).c_str());
       exit_code = kExitUsage;

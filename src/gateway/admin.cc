@@ -19,8 +19,8 @@ asio::awaitable<std::string> NotReadyReason(GatewayContext& ctx, UpstreamPool& p
   KeyOpResult probe = co_await AwaitKeyOp(ctx, std::move(op));
   if (!probe.status.ok() && !absl::IsNotFound(probe.status))
     co_return "key store unavailable: " + std::string(probe.status.message());
-  absl::StatusOr<UpstreamPool::Lease> upstream = co_await pool.Connect(1s);
-  if (!upstream.ok()) co_return "upstream unavailable: " + std::string(upstream.status().message());
+  absl::Status upstream = co_await ProbeUpstream(pool, 1s);
+  if (!upstream.ok()) co_return "upstream unavailable: " + std::string(upstream.message());
   co_return "";
 }
 

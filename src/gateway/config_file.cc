@@ -153,6 +153,8 @@ absl::Status Reader::Top(const toml::table& table, GatewayConfig& config) const 
       s = String(node, key, config.admin);
     else if (key == "lease")
       s = Duration(node, key, config.lease);
+    else if (key == "cacert")
+      s = String(node, key, config.cacert);
     else if (key == "upstream_timeout")
       s = Duration(node, key, config.upstream_timeout);
     else if (key == "retention")

@@ -9,6 +9,8 @@
 
 #include "gateway/guard_outcome.h"
 #include "gateway/problem_json.h"
+#include "http/exchange.h"
+#include "http/url.h"
 
 namespace idem::gateway {
 namespace {
@@ -34,32 +36,54 @@ bool HopByHop(http::field f) {
   }
 }
 
-// What an error of the upstream exchange means for the client.
-absl::Status UpstreamError(beast::error_code ec, const UpstreamTarget& target, Millis timeout) {
+namespace hc = ::idem::http;
+
+// What a failed upstream exchange means for the client: DeadlineExceeded (504), DataLoss (502, a
+// bad answer) or Unavailable (502, unreachable or cut short).
+absl::Status UpstreamError(const absl::Status& status, const UpstreamTarget& target,
+                           Millis timeout) {
+  switch (status.code()) {
+    case absl::StatusCode::kDeadlineExceeded:
+      return absl::DeadlineExceededError(fmt::format(
+          "the upstream {} did not answer within {} ms; the request was not recorded, retry it "
+          "with the same idempotency key",
+          target.authority, timeout.count()));
+    case absl::StatusCode::kDataLoss:
+    case absl::StatusCode::kResourceExhausted:
+      return absl::DataLossError(
+          fmt::format("the upstream {} sent an invalid HTTP answer ({}); nothing was recorded",
+                      target.authority, std::string(status.message())));
+    default:
+      return absl::UnavailableError(fmt::format(
+          "the upstream {} cannot be reached or failed before a whole answer ({}); nothing was "
+          "recorded, retry with the same idempotency key",
+          target.authority, std::string(status.message())));
+  }
+}
+
+// The same for an error of a streamed relay.
+absl::Status RelayError(beast::error_code ec, const UpstreamTarget& target, Millis timeout) {
   if (ec == beast::error::timeout)
-    return absl::DeadlineExceededError(fmt::format(
-        "the upstream {} did not answer within {} ms; the request was not recorded, retry it "
-        "with the same idempotency key",
-        target.authority, timeout.count()));
+    return UpstreamError(absl::DeadlineExceededError(""), target, timeout);
   if (ec.category() == http::make_error_code(http::error::end_of_stream).category() &&
       ec != http::error::end_of_stream && ec != http::error::partial_message)
-    return absl::DataLossError(
-        fmt::format("the upstream {} sent an invalid HTTP answer ({}); nothing was recorded",
-                    target.authority, ec.message()));
-  return absl::UnavailableError(fmt::format(
-      "the upstream {} closed the connection or failed before a whole answer ({}); nothing was "
-      "recorded, retry with the same idempotency key",
-      target.authority, ec.message()));
+    return UpstreamError(absl::DataLossError(ec.message()), target, timeout);
+  return UpstreamError(absl::UnavailableError(ec.message()), target, timeout);
 }
 
 std::string Prefixed(const UpstreamTarget& target, std::string_view request_target) {
-  return target.path_prefix + std::string(request_target);
+  std::string out;
+  out.reserve(target.path_prefix.size() + request_target.size());
+  out.append(target.path_prefix).append(request_target);
+  return out;
 }
 
+beast::tcp_stream& Tcp(beast::tcp_stream& s) { return s; }
+beast::tcp_stream& Tcp(hc::Stream& s) { return s.tcp(); }
+
 // Reads into a buffer_body parser and writes through a serializer until the message is through.
-template <bool isRequest>
-asio::awaitable<beast::error_code> RelayBody(beast::tcp_stream& out, beast::tcp_stream& in,
-                                             beast::flat_buffer& in_buffer,
+template <bool isRequest, class Out, class In>
+asio::awaitable<beast::error_code> RelayBody(Out& out, In& in, beast::flat_buffer& in_buffer,
                                              http::parser<isRequest, http::buffer_body>& p,
                                              Millis idle_timeout) {
   http::serializer<isRequest, http::buffer_body> sr{p.get()};
@@ -68,7 +92,7 @@ asio::awaitable<beast::error_code> RelayBody(beast::tcp_stream& out, beast::tcp_
     if (!p.is_done()) {
       p.get().body().data = buf.data();
       p.get().body().size = buf.size();
-      in.expires_after(idle_timeout);
+      Tcp(in).expires_after(idle_timeout);
       auto [ec, n] = co_await http::async_read(in, in_buffer, p, kTuple);
       if (ec == http::error::need_buffer) ec = {};
       if (ec) co_return ec;
@@ -80,7 +104,7 @@ asio::awaitable<beast::error_code> RelayBody(beast::tcp_stream& out, beast::tcp_
       p.get().body().size = 0;
       p.get().body().more = false;
     }
-    out.expires_after(idle_timeout);
+    Tcp(out).expires_after(idle_timeout);
     auto [ec, n] = co_await http::async_write(out, sr, kTuple);
     if (ec == http::error::need_buffer) ec = {};
     if (ec) co_return ec;
@@ -99,33 +123,50 @@ std::vector<Header> EndToEndHeaders(const http::fields& fields) {
   return out;
 }
 
+absl::StatusOr<UpstreamTarget> ParseUpstreamUrl(std::string_view url) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--upstream '{}': {}; write http://HOST:PORT or https://HOST:PORT with an optional path "
+        "prefix",
+        url, why));
+  };
+  absl::StatusOr<hc::Url> parsed = hc::ParseUrl(url);
+  if (!parsed.ok()) return bad(std::string(parsed.status().message()));
+  if (url.find('#') != std::string_view::npos || parsed->target.find('?') != std::string::npos)
+    return bad("no query or fragment allowed");
+  UpstreamTarget target{.origin = parsed->origin,
+                        .path_prefix = std::move(parsed->target),
+                        .authority = std::move(parsed->authority)};
+  while (!target.path_prefix.empty() && target.path_prefix.back() == '/')
+    target.path_prefix.pop_back();
+  return target;
+}
+
 asio::awaitable<absl::StatusOr<StoredResponse>> ForwardBuffered(
     UpstreamPool& pool, http::request<http::string_body> request, Millis timeout) {
-  const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<UpstreamPool::Lease> lease = co_await pool.Acquire(timeout);
-  if (!lease.ok()) co_return lease.status();
-  beast::tcp_stream& stream = *lease->stream;
-  request.target(Prefixed(pool.target(), request.target()));
-  request.set(http::field::host, pool.target().authority);
+  request.target(Prefixed(pool.target, request.target()));
+  request.set(http::field::host, pool.target.authority);
   request.keep_alive(true);
   request.erase(http::field::transfer_encoding);
   request.prepare_payload();
-  stream.expires_at(start + timeout);
-  auto [wec, wn] = co_await http::async_write(stream, request, kTuple);
-  if (wec) co_return UpstreamError(wec, pool.target(), timeout);
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.header_limit(kHeaderLimit);
-  parser.body_limit(kMaxStoredResponseBody);
-  if (request.method() == http::verb::head) parser.skip(true);
-  auto [rec, rn] = co_await http::async_read(stream, buffer, parser, kTuple);
-  if (rec) co_return UpstreamError(rec, pool.target(), timeout);
-  http::response<http::string_body> response = parser.release();
-  StoredResponse out{.status = static_cast<int>(response.result_int()),
-                     .headers = EndToEndHeaders(response.base()),
-                     .body = std::move(response.body())};
-  if (response.keep_alive() && buffer.size() == 0) pool.Release(std::move(lease->stream));
-  co_return out;
+  const hc::SendOptions options{
+      .deadline = std::chrono::steady_clock::now() + timeout,
+      .limits = {.max_body = kMaxStoredResponseBody, .max_header = kHeaderLimit}};
+  hc::SendResult sent =
+      co_await hc::AsyncSend(pool.pool, std::move(request), options, asio::use_awaitable);
+  if (!sent.response.ok()) co_return UpstreamError(sent.response.status(), pool.target, timeout);
+  hc::Response& response = *sent.response;
+  co_return StoredResponse{.status = static_cast<int>(response.result_int()),
+                           .headers = EndToEndHeaders(response.base()),
+                           .body = std::move(response.body())};
+}
+
+asio::awaitable<absl::Status> ProbeUpstream(UpstreamPool& pool, Millis timeout) {
+  hc::AcquireResult connection = co_await pool.pool->AsyncAcquire(
+      std::chrono::steady_clock::now() + timeout, asio::use_awaitable);
+  if (!connection.ok()) co_return UpstreamError(connection.status(), pool.target, timeout);
+  connection->Release(true);
+  co_return absl::OkStatus();
 }
 
 asio::awaitable<bool> WriteResponse(beast::tcp_stream& client, const StoredResponse& response,
@@ -146,15 +187,17 @@ asio::awaitable<bool> RelayPassThrough(beast::tcp_stream& client, beast::flat_bu
   const unsigned version = parser.get().version();
   const bool head = parser.get().method() == http::verb::head;
   const bool client_keep_alive = parser.get().keep_alive();
-  absl::StatusOr<UpstreamPool::Lease> lease = co_await pool.Acquire(idle_timeout);
-  if (!lease.ok()) {
-    const StoredResponse problem = ProblemResponse(ProblemFor(lease.status(), Origin::kUpstream));
+  hc::AcquireResult connection = co_await pool.pool->AsyncAcquire(
+      std::chrono::steady_clock::now() + idle_timeout, asio::use_awaitable);
+  if (!connection.ok()) {
+    const StoredResponse problem = ProblemResponse(ProblemFor(
+        UpstreamError(connection.status(), pool.target, idle_timeout), Origin::kUpstream));
     co_await WriteResponse(client, problem, false, version, idle_timeout);
     co_return false;
   }
-  beast::tcp_stream& upstream = *lease->stream;
-  parser.get().target(Prefixed(pool.target(), parser.get().target()));
-  parser.get().set(http::field::host, pool.target().authority);
+  hc::Stream& upstream = connection->stream();
+  parser.get().target(Prefixed(pool.target, parser.get().target()));
+  parser.get().set(http::field::host, pool.target.authority);
   parser.get().keep_alive(true);
   beast::error_code ec = co_await RelayBody(upstream, client, client_buffer, parser, idle_timeout);
   if (ec) co_return false;  // the client's body did not arrive whole: nothing to answer
@@ -163,11 +206,11 @@ asio::awaitable<bool> RelayPassThrough(beast::tcp_stream& client, beast::flat_bu
   response.header_limit(kHeaderLimit);
   response.body_limit(boost::none);
   if (head) response.skip(true);
-  upstream.expires_after(idle_timeout);
+  upstream.tcp().expires_after(idle_timeout);
   auto [hec, hn] = co_await http::async_read_header(upstream, upstream_buffer, response, kTuple);
   if (hec) {
-    const StoredResponse problem = ProblemResponse(
-        ProblemFor(UpstreamError(hec, pool.target(), idle_timeout), Origin::kUpstream));
+    const StoredResponse problem =
+        ProblemResponse(ProblemFor(RelayError(hec, pool.target, idle_timeout), Origin::kUpstream));
     co_await WriteResponse(client, problem, false, version, idle_timeout);
     co_return false;
   }
@@ -175,7 +218,8 @@ asio::awaitable<bool> RelayPassThrough(beast::tcp_stream& client, beast::flat_bu
   response.get().keep_alive(client_keep_alive && upstream_keep_alive);
   ec = co_await RelayBody(client, upstream, upstream_buffer, response, idle_timeout);
   if (ec) co_return false;
-  if (upstream_keep_alive && upstream_buffer.size() == 0) pool.Release(std::move(lease->stream));
+  upstream.tcp().expires_never();
+  connection->Release(upstream_keep_alive && upstream_buffer.size() == 0);
   co_return client_keep_alive&& upstream_keep_alive;
 }
 

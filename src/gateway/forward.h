@@ -1,24 +1,48 @@
-// Internal: the gateway's upstream calls, over an UpstreamPool.
+// Internal: the gateway's upstream side, on the shared HTTP client (src/http): its keep-alive
+// connection pool and TLS.
 //  - ForwardBuffered: a guarded request, whole, and its whole answer (to be stored), bounded by
 //    one timeout.
 //  - RelayPassThrough: an unguarded request streamed to the upstream and its answer streamed back,
 //    chunk by chunk, never buffering a whole body.
 //
-// Thread-safety: run on the pool's own io thread.
+// Thread-safety: an UpstreamPool belongs to one io thread (its pool's executor); use it and these
+// functions only from coroutines running there.
 #ifndef IDEM_GATEWAY_FORWARD_H_
 #define IDEM_GATEWAY_FORWARD_H_
 
+#include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "gateway/asio_includes.h"
-#include "gateway/upstream_pool.h"
+#include "http/connection_pool.h"
+#include "idem/clock.h"
 #include "idem/record.h"
 
 namespace idem::gateway {
 
 // Most bytes of an upstream answer to a guarded request (it is stored and replayed).
 inline constexpr uint64_t kMaxStoredResponseBody = 16 << 20;
+
+// Where the gateway forwards to, from --upstream.
+struct UpstreamTarget {
+  ::idem::http::Origin origin;  // scheme, host, port: what connections go to
+  std::string path_prefix;      // prepended to every forwarded target; "" for none
+  std::string authority;        // host[:port] as written, for the Host header
+};
+
+// Returns the parts of an http:// or https:// upstream URL. Errors: InvalidArgument for anything
+// else (another scheme, user info, a query or fragment), naming the flag and what is wrong.
+absl::StatusOr<UpstreamTarget> ParseUpstreamUrl(std::string_view url);
+
+// One io thread's way to the upstream: the target and a keep-alive pool of connections to it
+// (the shared client's ConnectionPool, on that thread's executor).
+struct UpstreamPool {
+  UpstreamTarget target;
+  std::shared_ptr<::idem::http::ConnectionPool> pool;
+};
 
 // Sends `request` (its target is prefixed with the upstream's path prefix, Host set) and returns
 // the answer: status, every end-to-end header, body. Errors: Unavailable when the upstream cannot
@@ -34,6 +58,10 @@ asio::awaitable<absl::StatusOr<StoredResponse>> ForwardBuffered(
 asio::awaitable<bool> RelayPassThrough(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
                                        http::request_parser<http::buffer_body>& parser,
                                        UpstreamPool& pool, Millis idle_timeout);
+
+// Whether a connection to the upstream can be made now (or an idle one is alive), within
+// `timeout`; the reason when not.
+asio::awaitable<absl::Status> ProbeUpstream(UpstreamPool& pool, Millis timeout);
 
 // Writes `response` (a StoredResponse) to `client`; returns false when writing failed.
 asio::awaitable<bool> WriteResponse(beast::tcp_stream& client, const StoredResponse& response,

@@ -52,7 +52,8 @@ struct Route {
 
 struct GatewayConfig {
   std::string listen;    // HOST:PORT the proxy listens on. Required.
-  std::string upstream;  // http://HOST:PORT[/prefix] requests are forwarded to. Required.
+  std::string upstream;  // http(s)://HOST:PORT[/prefix] requests are forwarded to. Required.
+  std::string cacert;    // PEM file of CAs trusted for an https upstream besides the system's
   std::string store;     // store URI (sqlite:PATH, postgresql://...). Required.
   std::string admin;     // HOST:PORT of the admin listener; empty: none.
   Millis lease = 30s;

@@ -13,7 +13,7 @@
 #include "gateway/gateway_context.h"
 #include "gateway/metrics.h"
 #include "gateway/request_decision.h"
-#include "gateway/upstream_pool.h"
+#include "gateway/forward.h"
 
 namespace idem::gateway {
 

@@ -17,17 +17,19 @@
 #pragma GCC diagnostic pop
 
 #include "gateway/admin.h"
+#include "gateway/forward.h"
 #include "gateway/gateway_context.h"
 #include "gateway/lease_ticker.h"
 #include "gateway/session.h"
-#include "gateway/upstream_pool.h"
+#include "http/tls.h"
 #include "idem/uuid.h"
 
 namespace idem::gateway {
 namespace {
 
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-constexpr size_t kMaxIdleUpstream = 256;  // idle upstream connections kept per io thread
+constexpr size_t kMaxOpenUpstream = 1024;  // upstream connections open at once per io thread
+constexpr size_t kMaxIdleUpstream = 256;   // idle upstream connections kept per io thread
 
 void LogException(std::exception_ptr e) {
   if (!e) return;
@@ -85,7 +87,7 @@ std::string AddressOf(const tcp::acceptor& acceptor) {
 
 struct Worker {
   asio::io_context ioc{1};
-  std::unique_ptr<UpstreamPool> pool;
+  UpstreamPool pool;
   std::thread thread;
 };
 
@@ -110,6 +112,7 @@ class ServerImpl final : public Server {
 
  private:
   asio::awaitable<void> AcceptLoop();
+  absl::Status MakeUpstreamPools(const UpstreamTarget& target);
 
   Store& store_;
   InFlight in_flight_;
@@ -133,14 +136,7 @@ absl::Status ServerImpl::Init() {
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
   asio::io_context& first = workers_.front()->ioc;
-  tcp::resolver resolver(first);
-  beast::error_code ec;
-  tcp::resolver::results_type endpoints = resolver.resolve(target->host, target->port, ec);
-  if (ec)
-    return absl::UnavailableError(fmt::format("--upstream {}: cannot resolve '{}': {}",
-                                              ctx_.config.upstream, target->host, ec.message()));
-  for (auto& w : workers_)
-    w->pool = std::make_unique<UpstreamPool>(w->ioc, *target, endpoints, kMaxIdleUpstream);
+  if (absl::Status s = MakeUpstreamPools(*target); !s.ok()) return s;
   acceptor_.emplace(first);
   if (absl::Status s = Listen(*acceptor_, *listen, "--listen"); !s.ok()) return s;
   listen_address_ = AddressOf(*acceptor_);
@@ -150,7 +146,7 @@ absl::Status ServerImpl::Init() {
     admin_.emplace(first);
     if (absl::Status s = Listen(*admin_, *admin, "--admin"); !s.ok()) return s;
     admin_address_ = AddressOf(*admin_);
-    asio::co_spawn(first, AcceptAdmin(ctx_, *workers_.front()->pool, *admin_), LogException);
+    asio::co_spawn(first, AcceptAdmin(ctx_, workers_.front()->pool, *admin_), LogException);
   }
   asio::co_spawn(first, AcceptLoop(), LogException);
   asio::co_spawn(first, RunLeaseTicker(ctx_), LogException);
@@ -159,6 +155,32 @@ absl::Status ServerImpl::Init() {
       auto guard = asio::make_work_guard(*ioc);
       ioc->run();
     });
+  }
+  return absl::OkStatus();
+}
+
+// One pool per io thread on that thread's executor, so a connection is only ever used there. The
+// host name is resolved once here so that a name that does not exist fails the start.
+absl::Status ServerImpl::MakeUpstreamPools(const UpstreamTarget& target) {
+  tcp::resolver resolver(workers_.front()->ioc);
+  beast::error_code ec;
+  resolver.resolve(target.origin.host, std::to_string(target.origin.port), ec);
+  if (ec)
+    return absl::UnavailableError(fmt::format("--upstream {}: cannot resolve '{}': {}",
+                                              ctx_.config.upstream, target.origin.host,
+                                              ec.message()));
+  ::idem::http::PoolOptions options{.max_open = kMaxOpenUpstream, .max_idle = kMaxIdleUpstream};
+  if (target.origin.tls()) {
+    auto tls = ::idem::http::MakeClientTlsContext({.ca_file = ctx_.config.cacert});
+    if (!tls.ok())
+      return absl::InvalidArgumentError(
+          fmt::format("--cacert {}: {}", ctx_.config.cacert, std::string(tls.status().message())));
+    options.tls = *std::move(tls);
+  }
+  for (auto& w : workers_) {
+    auto pool = ::idem::http::ConnectionPool::Create(w->ioc.get_executor(), target.origin, options);
+    if (!pool.ok()) return pool.status();
+    w->pool = UpstreamPool{.target = target, .pool = *std::move(pool)};
   }
   return absl::OkStatus();
 }
@@ -183,7 +205,7 @@ asio::awaitable<void> ServerImpl::AcceptLoop() {
       socket.close(ignored);  // over the connection limit: refused at once
       continue;
     }
-    asio::co_spawn(w.ioc, ServeConnection(ctx_, *w.pool, std::move(socket)), LogException);
+    asio::co_spawn(w.ioc, ServeConnection(ctx_, w.pool, std::move(socket)), LogException);
   }
 }
 

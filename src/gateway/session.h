@@ -8,7 +8,7 @@
 
 #include "gateway/asio_includes.h"
 #include "gateway/gateway_context.h"
-#include "gateway/upstream_pool.h"
+#include "gateway/forward.h"
 
 namespace idem::gateway {
 
