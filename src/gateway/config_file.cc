@@ -40,10 +40,12 @@ class Reader {
   }
 
   absl::Status Int(const toml::node& node, std::string_view key, int& out) const {
-    std::optional<int64_t> v = node.value<int64_t>();
-    if (!node.is_integer() || !v.has_value() || *v < 0 || *v > 1'000'000)
+    // Only an integer node is read as one: toml++ converting a float such as 2e41 to an integer
+    // is undefined behaviour (found by fuzz_config_file).
+    const toml::value<int64_t>* v = node.as_integer();
+    if (v == nullptr || v->get() < 0 || v->get() > 1'000'000)
       return Error(node, fmt::format("{} must be a whole number from 0 to 1000000", key));
-    out = static_cast<int>(*v);
+    out = static_cast<int>(v->get());
     return absl::OkStatus();
   }
 
@@ -87,11 +89,11 @@ class Reader {
     if (array == nullptr) return Error(node, fmt::format("{} must be an array of statuses", key));
     out.clear();
     for (const toml::node& item : *array) {
-      std::optional<int64_t> v = item.value<int64_t>();
-      if (!item.is_integer() || *v < 100 || *v > 599)
+      const toml::value<int64_t>* v = item.as_integer();  // never converted from a float
+      if (v == nullptr || v->get() < 100 || v->get() > 599)
         return Error(item,
                      fmt::format("{}: each entry must be an HTTP status from 100 to 599", key));
-      out.push_back(static_cast<int>(*v));
+      out.push_back(static_cast<int>(v->get()));
     }
     return absl::OkStatus();
   }

@@ -74,6 +74,10 @@ TEST(ParseConfigText, ErrorsNameFileLineAndWhatIsWrong) {
   ExpectError("[[route]]\nkey = \"always\"\n", "idem.toml:2:", "required");
   ExpectError("[[route]]\nin_flight = \"queue\"\n", "idem.toml:2:", "conflict");
   ExpectError("[[route]]\nfinal_statuses = [99]\n", "idem.toml:2:", "HTTP status");
+  // Floats are refused, never converted (2e41 as an integer is undefined behaviour).
+  ExpectError("[[route]]\nfinal_statuses = [2e41]\n", "idem.toml:2:", "HTTP status");
+  ExpectError("[[route]]\nfinal_statuses = [201.0]\n", "idem.toml:2:", "HTTP status");
+  ExpectError("max_connections = 1e300\n", "idem.toml:1:", "whole number");
   ExpectError("[[route]]\nmethod = [\"POST\"]\n", "idem.toml:2:", "unknown route setting");
   ExpectError("route = 1\n", "idem.toml:1:", "[[route]]");
   // Checks across a route's settings name the route's [[route]] line.
