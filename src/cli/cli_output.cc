@@ -1,8 +1,13 @@
 #include "cli/cli_output.h"
 
+#include <openssl/evp.h>
+
 #include <cerrno>
 #include <cstring>
 #include <string>
+
+#include "core/utf8.h"
+#include "idem/retry/duration.h"
 
 namespace idem::cli {
 
@@ -13,6 +18,24 @@ bool OutputWritten(std::string_view program, std::FILE* out) {
   std::fprintf(stderr, "%s: cannot write the output: %s\n", std::string(program).c_str(),
                std::strerror(error));
   return false;
+}
+
+std::string Age(int64_t from_ms, int64_t to_ms) {
+  if (to_ms < from_ms) return "-" + retry::FormatDuration(Millis(from_ms - to_ms));
+  return retry::FormatDuration(Millis(to_ms - from_ms));
+}
+
+bool IsText(std::string_view bytes) {
+  return core::FindInvalidUtf8(bytes) == std::string_view::npos;
+}
+
+std::string Base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
 }
 
 }  // namespace idem::cli

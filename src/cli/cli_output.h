@@ -1,9 +1,12 @@
 // What idem's subcommands share about their output: stdout that could not be written (a full
-// disk, a closed pipe, > /dev/full) is a failure, never a silent success.
+// disk, a closed pipe, > /dev/full) is a failure, never a silent success; and how listings
+// (idem keys, idem outbox) show ages and stored bytes.
 #ifndef IDEM_CLI_CLI_OUTPUT_H_
 #define IDEM_CLI_CLI_OUTPUT_H_
 
+#include <cstdint>
 #include <cstdio>
+#include <string>
 #include <string_view>
 
 namespace idem::cli {
@@ -11,6 +14,15 @@ namespace idem::cli {
 // Flushes `out` (stdout by default). Returns false, after "PROGRAM: cannot write the output:
 // WHY" on stderr, when any output written to it so far was lost.
 bool OutputWritten(std::string_view program, std::FILE* out = stdout);
+
+// The time from `from_ms` to `to_ms` as a duration ("1m30s"), with a leading '-' when negative.
+std::string Age(int64_t from_ms, int64_t to_ms);
+
+// true when `bytes` are valid UTF-8 (shown as text; otherwise as Base64).
+bool IsText(std::string_view bytes);
+
+// `bytes` in standard Base64 with padding.
+std::string Base64(std::string_view bytes);
 
 }  // namespace idem::cli
 

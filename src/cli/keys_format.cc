@@ -1,35 +1,16 @@
 #include "cli/keys_format.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <string_view>
 
-#include "core/utf8.h"
+#include "cli/cli_output.h"
 #include "idem/retry/duration.h"
 
 namespace idem::cli {
 namespace {
-
-std::string Age(int64_t from_ms, int64_t to_ms) {
-  if (to_ms < from_ms) return "-" + retry::FormatDuration(Millis(from_ms - to_ms));
-  return retry::FormatDuration(Millis(to_ms - from_ms));
-}
-
-bool IsText(std::string_view bytes) {
-  return core::FindInvalidUtf8(bytes) == std::string_view::npos;
-}
-
-std::string Base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 std::string Expiry(const KeyRecord& r, int64_t now_ms) {
   return r.expires_ms <= now_ms ? "expired" : Age(now_ms, r.expires_ms);
