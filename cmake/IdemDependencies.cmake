@@ -29,6 +29,11 @@ idem_package_dependency(SQLite3)
 if(IDEM_WITH_POSTGRES)
   idem_package_dependency(PostgreSQL)
 endif()
+# libnats (Debian's libnats-dev): its CMake package config names a static library Debian does not
+# ship, so it is found through pkg-config (imported target PkgConfig::libnats).
+if(IDEM_WITH_NATS)
+  idem_package_pkg_module(libnats libnats)
+endif()
 idem_package_dependency(Boost 1.81 CONFIG COMPONENTS json)
 
 # What only the program, the examples, the tests and the benchmarks need (none of it when idem

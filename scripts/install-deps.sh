@@ -9,6 +9,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libnats-dev nats-server
   libfaketime help2man curl
 )
 

@@ -1,0 +1,93 @@
+#include "nats_test_support.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace idem::natstest {
+
+std::string FixtureDir(Fixture fixture) {
+  if (fixture == Fixture::kPlain) return IDEM_NATS_PLAIN_FIXTURE_DIR;
+  const char* variable =
+      fixture == Fixture::kSingle ? "IDEM_NATS_FIXTURE_DIR" : "IDEM_NATS_CLUSTER_FIXTURE_DIR";
+  const char* from_environment = std::getenv(variable);
+  if (from_environment != nullptr && *from_environment != '\0') return from_environment;
+  return fixture == Fixture::kSingle ? IDEM_NATS_FIXTURE_DIR : IDEM_NATS_CLUSTER_FIXTURE_DIR;
+}
+
+absl::StatusOr<std::string> ServerUrls(Fixture fixture) {
+  const std::string path = FixtureDir(fixture) + "/url";
+  std::ifstream in(path);
+  std::string urls;
+  if (!in || !std::getline(in, urls) || urls.empty()) {
+    return absl::FailedPreconditionError(fmt::format(
+        "{} is missing: the NATS fixture did not start (run the test through ctest, which runs "
+        "the fixture's start test first, or scripts/nats-fixture.sh start {} {})",
+        path, FixtureDir(fixture), fixture == Fixture::kCluster ? 3 : 1));
+  }
+  return urls;
+}
+
+absl::Status RunFixture(Fixture fixture, std::string_view command, int node) {
+  const std::string line =
+      fmt::format("'{}' {} '{}' {}", IDEM_NATS_FIXTURE_SCRIPT, command, FixtureDir(fixture), node);
+  if (std::system(line.c_str()) != 0) {
+    return absl::InternalError(fmt::format("'{}' failed", line));
+  }
+  return absl::OkStatus();
+}
+
+JetStream::~JetStream() {
+  jsCtx_Destroy(js_);
+  natsConnection_Destroy(connection_);
+}
+
+std::string Describe(natsStatus status) {
+  const char* last = nats_GetLastError(nullptr);
+  return fmt::format("{} ({})", natsStatus_GetText(status), last != nullptr ? last : "");
+}
+
+absl::StatusOr<std::unique_ptr<JetStream>> Connect(std::string_view urls) {
+  natsConnection* connection = nullptr;
+  const std::string list(urls);
+  natsStatus status = natsConnection_ConnectTo(&connection, list.c_str());
+  if (status != NATS_OK) {
+    return absl::UnavailableError(fmt::format("connect to {}: {}", list, Describe(status)));
+  }
+  jsCtx* js = nullptr;
+  status = natsConnection_JetStream(&js, connection, nullptr);
+  if (status != NATS_OK) {
+    natsConnection_Destroy(connection);
+    return absl::UnavailableError(fmt::format("JetStream context: {}", Describe(status)));
+  }
+  return std::make_unique<JetStream>(connection, js);
+}
+
+absl::StatusOr<std::string> StoreUri(Fixture fixture, std::string_view parameters) {
+  absl::StatusOr<std::string> urls = ServerUrls(fixture);
+  if (!urls.ok()) return urls.status();
+  // The fixture writes nats://a:1,nats://b:2; the store URI names the scheme once.
+  std::string hosts;
+  size_t start = 0;
+  while (start < urls->size()) {
+    size_t comma = urls->find(',', start);
+    if (comma == std::string::npos) comma = urls->size();
+    std::string_view url = std::string_view(*urls).substr(start, comma - start);
+    if (url.starts_with("nats://")) url.remove_prefix(7);
+    if (!hosts.empty()) hosts += ',';
+    hosts += url;
+    start = comma + 1;
+  }
+  return fmt::format("nats://{}?{}", hosts, parameters);
+}
+
+std::string FreshBucket(std::string_view prefix) {
+  static std::atomic<int> counter{0};
+  return fmt::format("{}_{}_{}", prefix, getpid(), counter++);
+}
+
+}  // namespace idem::natstest

@@ -1,0 +1,67 @@
+// Helpers for tests against the fixtures' nats-server processes (tests/nats/CMakeLists.txt).
+#ifndef IDEM_TESTS_NATS_NATS_TEST_SUPPORT_H_
+#define IDEM_TESTS_NATS_NATS_TEST_SUPPORT_H_
+
+#include <nats/nats.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace idem::natstest {
+
+enum class Fixture {
+  kSingle,   // "nats": one node
+  kCluster,  // "nats_cluster": three nodes, routes between them
+  kPlain,    // "nats_plain": one node without JetStream
+};
+
+// The fixture's state directory: IDEM_NATS_FIXTURE_DIR (kSingle) or IDEM_NATS_CLUSTER_FIXTURE_DIR
+// (kCluster) from the environment when CTest sets it (a test with a private server), else the
+// shared fixture's; kPlain's is always the shared one.
+std::string FixtureDir(Fixture fixture);
+
+// The fixture's client URLs, comma-separated (nats://127.0.0.1:P1,...).
+// Errors: FailedPrecondition naming the missing file when the fixture did not start.
+absl::StatusOr<std::string> ServerUrls(Fixture fixture);
+
+// Runs scripts/nats-fixture.sh COMMAND DIR NODE (kill-node, start-node, pause-node, resume-node).
+// Errors: Internal with the command when it fails.
+absl::Status RunFixture(Fixture fixture, std::string_view command, int node);
+
+// A connection and its JetStream context, closed on destruction.
+class JetStream {
+ public:
+  JetStream(natsConnection* connection, jsCtx* js) : connection_(connection), js_(js) {}
+  JetStream(const JetStream&) = delete;
+  JetStream& operator=(const JetStream&) = delete;
+  ~JetStream();
+
+  natsConnection* connection() const { return connection_; }
+  jsCtx* js() const { return js_; }
+
+ private:
+  natsConnection* connection_;
+  jsCtx* js_;
+};
+
+// Connects to `urls` (comma-separated) and opens a JetStream context.
+// Errors: Unavailable with libnats' text when no server answers.
+absl::StatusOr<std::unique_ptr<JetStream>> Connect(std::string_view urls);
+
+// libnats' status text and its last error, for assertion messages.
+std::string Describe(natsStatus status);
+
+// A store URI on the fixture's servers with `parameters` ("bucket=x&replicas=1").
+// Errors: as ServerUrls.
+absl::StatusOr<std::string> StoreUri(Fixture fixture, std::string_view parameters);
+
+// A bucket name no other test of this run uses ("<prefix>_<pid>_<n>").
+std::string FreshBucket(std::string_view prefix);
+
+}  // namespace idem::natstest
+
+#endif  // IDEM_TESTS_NATS_NATS_TEST_SUPPORT_H_
