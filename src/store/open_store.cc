@@ -4,6 +4,9 @@
 #if IDEM_WITH_POSTGRES
 #include "idem/postgres_store.h"
 #endif
+#if IDEM_WITH_NATS
+#include "idem/nats_store.h"
+#endif
 #include "common/conninfo_secrets.h"
 #include "idem/store.h"
 
@@ -59,9 +62,18 @@ absl::StatusOr<std::unique_ptr<Store>> OpenStore(std::string_view uri,
         "(IDEM_WITH_POSTGRES=OFF): use sqlite:PATH");
 #endif
   }
+  if (uri.starts_with("nats://")) {
+#if IDEM_WITH_NATS
+    return OpenNatsStore(uri, options);
+#else
+    return absl::UnimplementedError(
+        "store URI names NATS JetStream, but this libidem was built without it "
+        "(IDEM_WITH_NATS=OFF): use sqlite:PATH or postgresql://...");
+#endif
+  }
   return absl::InvalidArgumentError(
-      fmt::format("store URI '{}' has no known scheme: use sqlite:PATH or "
-                  "postgresql://user@host:port/db",
+      fmt::format("store URI '{}' has no known scheme: use sqlite:PATH, "
+                  "postgresql://user@host:port/db or nats://host:port?bucket=NAME",
                   RedactStoreUri(uri)));
 }
 

@@ -1,0 +1,131 @@
+// JetStreamClient's bucket calls: creating and checking idem's buckets, and reading every key of
+// one (for List and SweepExpired).
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "store/nats/nats_client.h"
+
+namespace idem::nats {
+namespace {
+
+constexpr std::string_view kIdemDescription = "idem key store";
+
+int64_t Nanos(Millis ms) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(ms).count();
+}
+
+std::string Duration(int64_t nanos) {
+  return fmt::format("{} s", static_cast<double>(nanos) / 1e9);
+}
+
+}  // namespace
+
+absl::Status JetStreamClient::CheckBucket(const std::string& bucket, const jsStreamConfig& config,
+                                          const BucketSpec& spec, bool check_age) const {
+  const auto mismatch = [&](std::string_view what, const std::string& has,
+                            const std::string& wants) {
+    return absl::FailedPreconditionError(fmt::format(
+        "bucket '{}' exists with {} {}, but this store wants {}: open it with the settings it "
+        "was made with, or give another bucket=NAME",
+        bucket, what, has, wants));
+  };
+  if (config.Replicas != spec.replicas) {
+    return mismatch("replicas", std::to_string(config.Replicas), std::to_string(spec.replicas));
+  }
+  if (config.MaxMsgsPerSubject != 1) {
+    return mismatch("history", std::to_string(config.MaxMsgsPerSubject), "1");
+  }
+  if (check_age && config.MaxAge != Nanos(spec.max_age)) {
+    return mismatch("max age (the retention)", Duration(config.MaxAge),
+                    Duration(Nanos(spec.max_age)));
+  }
+  const std::string_view description =
+      config.Description != nullptr ? config.Description : std::string_view();
+  if (description.starts_with(kIdemDescription) && description != spec.description) {
+    return mismatch("the description", fmt::format("'{}'", description),
+                    fmt::format("'{}' (another shards=N moves every key)", spec.description));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JetStreamClient::EnsureBucket(const std::string& bucket, const BucketSpec& spec,
+                                           bool create, bool check_age) {
+  const std::string stream = "KV_" + bucket;
+  const std::string subject = fmt::format("$KV.{}.>", bucket);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    jsStreamInfo* info = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    natsStatus s = js_GetStreamInfo(&info, js_, stream.c_str(), nullptr, &code);
+    if (s == NATS_OK) {
+      absl::Status checked = CheckBucket(bucket, *info->Config, spec, check_age);
+      jsStreamInfo_Destroy(info);
+      return checked;
+    }
+    if (s != NATS_NOT_FOUND) {
+      return TranslateNatsError(s, code, fmt::format("looking bucket '{}' up", bucket));
+    }
+    if (!create) {
+      return absl::NotFoundError(fmt::format("bucket '{}' does not exist", bucket));
+    }
+    const char* subjects[] = {subject.c_str()};
+    jsStreamConfig config;
+    jsStreamConfig_Init(&config);
+    config.Name = stream.c_str();
+    config.Description = spec.description.c_str();
+    config.Subjects = subjects;
+    config.SubjectsLen = 1;
+    config.MaxMsgsPerSubject = 1;
+    config.MaxAge = Nanos(spec.max_age);
+    config.MaxBytes = -1;
+    config.MaxMsgSize = -1;
+    config.Storage = js_FileStorage;
+    config.Replicas = spec.replicas;
+    config.Discard = js_DiscardNew;
+    config.AllowRollup = true;
+    config.DenyDelete = true;
+    config.AllowDirect = false;  // reads from the leader only: they see every acknowledged write
+    s = js_AddStream(&info, js_, &config, nullptr, &code);
+    jsStreamInfo_Destroy(info);
+    if (s == NATS_OK) return absl::OkStatus();
+    // Another process created it first: check what it made.
+    if (code != JSStreamNameExistErr) {
+      return TranslateNatsError(s, code, fmt::format("creating bucket '{}'", bucket));
+    }
+  }
+  return absl::UnavailableError(
+      fmt::format("bucket '{}' was created and deleted again while idem opened it", bucket));
+}
+
+absl::StatusOr<std::vector<Entry>> JetStreamClient::ReadAll(const std::string& bucket) {
+  kvStore* kv = nullptr;
+  natsStatus s = js_KeyValue(&kv, js_, bucket.c_str());
+  if (s != NATS_OK) return TranslateNatsError(s, 0, fmt::format("opening bucket '{}'", bucket));
+  kvWatchOptions options;
+  kvWatchOptions_Init(&options);
+  options.IgnoreDeletes = true;
+  kvWatcher* watcher = nullptr;
+  s = kvStore_WatchAll(&watcher, kv, &options);
+  std::vector<Entry> entries;
+  while (s == NATS_OK) {
+    kvEntry* e = nullptr;
+    s = kvWatcher_Next(&e, watcher, timeout_.count());
+    if (s != NATS_OK || e == nullptr) break;  // null: every key's last entry was delivered
+    Entry entry;
+    entry.key = kvEntry_Key(e);
+    entry.revision = kvEntry_Revision(e);
+    entry.present = true;
+    if (kvEntry_ValueLen(e) > 0) {
+      entry.value.assign(static_cast<const char*>(kvEntry_Value(e)),
+                         static_cast<size_t>(kvEntry_ValueLen(e)));
+    }
+    entries.push_back(std::move(entry));
+    kvEntry_Destroy(e);
+  }
+  kvWatcher_Destroy(watcher);
+  kvStore_Destroy(kv);
+  if (s != NATS_OK) return TranslateNatsError(s, 0, fmt::format("listing bucket '{}'", bucket));
+  return entries;
+}
+
+}  // namespace idem::nats

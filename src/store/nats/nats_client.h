@@ -1,0 +1,110 @@
+// The store's one connection to JetStream, and the only place that speaks libnats: reads of a
+// bucket key's last entry from the stream leader, conditional writes (the key-value protocol's
+// Create and Update: a publish that carries the revision it expects), conditional deletes, and
+// the buckets' creation and checks. libnats' errors become absl::Status here, once.
+//
+// A bucket NAME is the stream KV_NAME on subjects $KV.NAME.>, as every NATS key-value client
+// lays it out, so `nats kv` tools see it. Reads go to the stream leader (never a follower's
+// direct get), so a read sees every write acknowledged before it.
+//
+// Thread-safety: safe to use from many threads at once (libnats connections are).
+#ifndef IDEM_STORE_NATS_NATS_CLIENT_H_
+#define IDEM_STORE_NATS_NATS_CLIENT_H_
+
+#include <nats/nats.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "idem/clock.h"
+#include "store/nats/nats_uri.h"
+
+namespace idem::nats {
+
+// The last entry of one bucket key.
+struct Entry {
+  std::string key;        // the bucket key
+  uint64_t revision = 0;  // its last revision (a value or a delete marker); 0 when none is left
+  bool present = false;   // a value (not a delete marker, not nothing)
+  std::string value;
+};
+
+// How idem's buckets are made: replicas, max age (the store's retention), one value per key.
+struct BucketSpec {
+  int replicas = 3;
+  Millis max_age{0};
+  std::string description;  // "idem key store, shard I of N"
+};
+
+// Translates libnats' `status` (and JetStream's error code) of `what` into absl::Status.
+absl::Status TranslateNatsError(natsStatus status, int js_code, std::string_view what);
+
+class JetStreamClient {
+ public:
+  // Connects to `uri`'s servers; every request waits at most `timeout` for JetStream.
+  // Errors: Unavailable when no server answers; FailedPrecondition when JetStream is not
+  // enabled; PermissionDenied for refused credentials.
+  static absl::StatusOr<std::unique_ptr<JetStreamClient>> Connect(const NatsUri& uri,
+                                                                  Millis timeout);
+  JetStreamClient(const JetStreamClient&) = delete;
+  JetStreamClient& operator=(const JetStreamClient&) = delete;
+  ~JetStreamClient();
+
+  // Creates `bucket` when it does not exist and `create` is set, else checks it: its replicas and
+  // history always, its max age only when `check_age`.
+  // Errors: NotFound (absent, !create); FailedPrecondition for a bucket of other settings, or
+  // replicas the servers cannot place (R>1 on one server); Unavailable.
+  absl::Status EnsureBucket(const std::string& bucket, const BucketSpec& spec, bool create,
+                            bool check_age);
+
+  // The key's last entry. Errors: Unavailable (no answer in time, no stream leader).
+  absl::StatusOr<Entry> Read(const std::string& bucket, const std::string& key);
+
+  // Writes `value` as the key's next revision if its last revision is `expected` (0: the key has
+  // no entry at all). Returns the new revision, or nullopt when the key moved on (another writer
+  // won; nothing written). Errors: Unavailable, its outcome unknown when the message says so.
+  absl::StatusOr<std::optional<uint64_t>> Write(const std::string& bucket, const std::string& key,
+                                                std::string_view value, uint64_t expected);
+
+  // One write of CreateMany: `value` at `key` of `bucket`, if the key has no entry at all.
+  struct Create {
+    std::string bucket;
+    std::string key;
+    std::string value;
+  };
+  // Sends every create at once, in order (so revisions follow the order within a bucket), and
+  // waits for their acknowledgements: one round trip for the lot. Each result is as Write's.
+  // Errors (the whole call): Internal when the publishes could not be set up.
+  absl::StatusOr<std::vector<absl::StatusOr<std::optional<uint64_t>>>> CreateMany(
+      const std::vector<Create>& creates);
+
+  // Deletes the key (a delete marker; `purge`: a purge marker that also drops older revisions) if
+  // its last revision is `expected`. Returns false when the key moved on. Errors: as Write.
+  absl::StatusOr<bool> Delete(const std::string& bucket, const std::string& key, uint64_t expected,
+                              bool purge);
+
+  // The last entry of every key that holds a value. Errors: Unavailable.
+  absl::StatusOr<std::vector<Entry>> ReadAll(const std::string& bucket);
+
+ private:
+  JetStreamClient(natsConnection* connection, jsCtx* js, Millis timeout)
+      : connection_(connection), js_(js), timeout_(timeout) {}
+  absl::StatusOr<std::optional<uint64_t>> Publish(const std::string& bucket, const std::string& key,
+                                                  std::string_view value, uint64_t expected,
+                                                  const char* operation);
+  absl::Status CheckBucket(const std::string& bucket, const jsStreamConfig& config,
+                           const BucketSpec& spec, bool check_age) const;
+
+  natsConnection* connection_;
+  jsCtx* js_;
+  const Millis timeout_;
+};
+
+}  // namespace idem::nats
+
+#endif  // IDEM_STORE_NATS_NATS_CLIENT_H_

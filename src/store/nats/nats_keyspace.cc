@@ -1,0 +1,92 @@
+#include "store/nats/nats_keyspace.h"
+
+#include <fmt/format.h>
+
+#include "store/nats/nats_record.h"
+
+namespace idem::nats {
+
+Slot Keyspace::Locate(const Scope& scope) const {
+  HashedScope hashed = HashScope(scope, uri_.shards);
+  return Slot{ShardBucket(uri_, hashed.shard), std::move(hashed.bucket_key), hashed.shard};
+}
+
+absl::StatusOr<Current> Keyspace::Load(const Scope& scope) {
+  const Slot slot = Locate(scope);
+  absl::StatusOr<Entry> entry = client_.Read(slot.bucket, slot.key);
+  if (!entry.ok()) return entry.status();
+  Current current{.revision = entry->revision};
+  if (!entry->present) return current;
+  absl::StatusOr<KeyRecord> record = DecodeRecord(entry->value);
+  if (!record.ok()) return record.status();
+  if (record->scope != scope) {
+    return absl::FailedPreconditionError(fmt::format(
+        "bucket key {} of bucket '{}' holds key '{}' of tenant '{}', not the key asked for",
+        slot.key, slot.bucket, record->scope.key, record->scope.tenant));
+  }
+  if (record->fence == 0) record->fence = FenceOf(entry->revision, slot.shard, uri_.shards);
+  current.record = *std::move(record);
+  return current;
+}
+
+absl::StatusOr<std::optional<KeyRecord>> Keyspace::Put(const KeyRecord& record, uint64_t expected) {
+  const Slot slot = Locate(record.scope);
+  absl::StatusOr<std::optional<uint64_t>> written =
+      client_.Write(slot.bucket, slot.key, EncodeRecord(record), expected);
+  if (!written.ok()) return written.status();
+  if (!written->has_value()) return std::optional<KeyRecord>();
+  std::optional<KeyRecord> stored(record);
+  if (stored->fence == 0) stored->fence = FenceOf(**written, slot.shard, uri_.shards);
+  return stored;
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> Keyspace::CreateMany(
+    const std::vector<KeyRecord>& records) {
+  std::vector<JetStreamClient::Create> creates;
+  std::vector<Slot> slots;
+  for (const KeyRecord& record : records) {
+    slots.push_back(Locate(record.scope));
+    creates.push_back({slots.back().bucket, slots.back().key, EncodeRecord(record)});
+  }
+  auto written = client_.CreateMany(creates);
+  if (!written.ok()) return written.status();
+  std::vector<absl::StatusOr<std::optional<KeyRecord>>> out;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const absl::StatusOr<std::optional<uint64_t>>& w = (*written)[i];
+    if (!w.ok()) {
+      out.push_back(w.status());
+    } else if (!w->has_value()) {
+      out.push_back(std::optional<KeyRecord>());
+    } else {
+      KeyRecord stored = records[i];
+      if (stored.fence == 0) stored.fence = FenceOf(**w, slots[i].shard, uri_.shards);
+      out.push_back(std::optional<KeyRecord>(std::move(stored)));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<bool> Keyspace::Remove(const Scope& scope, uint64_t expected, bool purge) {
+  const Slot slot = Locate(scope);
+  return client_.Delete(slot.bucket, slot.key, expected, purge);
+}
+
+absl::StatusOr<std::vector<KeyRecord>> Keyspace::LoadShard(int shard, bool skip_foreign,
+                                                           std::vector<uint64_t>* revisions) {
+  absl::StatusOr<std::vector<Entry>> entries = client_.ReadAll(ShardBucket(uri_, shard));
+  if (!entries.ok()) return entries.status();
+  std::vector<KeyRecord> records;
+  for (const Entry& entry : *entries) {
+    absl::StatusOr<KeyRecord> record = DecodeRecord(entry.value);
+    if (!record.ok()) {
+      if (skip_foreign) continue;
+      return record.status();
+    }
+    if (record->fence == 0) record->fence = FenceOf(entry.revision, shard, uri_.shards);
+    records.push_back(*std::move(record));
+    if (revisions != nullptr) revisions->push_back(entry.revision);
+  }
+  return records;
+}
+
+}  // namespace idem::nats

@@ -1,0 +1,78 @@
+#include "store/nats/nats_record.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace idem::nats {
+namespace {
+
+KeyRecord Sample() {
+  KeyRecord r;
+  r.scope = {"tenant'a", "key \"1\""};
+  r.fingerprint = std::string(64, 'f');
+  r.state = KeyState::kCompleted;
+  r.fence = 42;
+  r.owner = "gateway-7";
+  r.lease_until_ms = 1'700'000'030'000;
+  r.created_ms = 1'700'000'000'000;
+  r.updated_ms = 1'700'000'001'000;
+  r.expires_ms = 1'700'086'401'000;
+  r.response.status = 201;
+  r.response.headers = {{"Content-Type", "application/json"}, {"X-Dup", "2"}, {"X-Dup", ""}};
+  r.response.body = std::string("{\"id\":7}\0\xff tail", 14);
+  return r;
+}
+
+TEST(NatsRecord, RoundTripsEveryFieldByteForByte) {
+  absl::StatusOr<KeyRecord> back = DecodeRecord(EncodeRecord(Sample()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, Sample());
+}
+
+TEST(NatsRecord, AValueThatIsNotIdemsIsFailedPrecondition) {
+  EXPECT_EQ(DecodeRecord("{\"hello\":1}").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(DecodeRecord("").status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(NatsRecord, ATruncatedOrPaddedRecordIsDataLoss) {
+  const std::string encoded = EncodeRecord(Sample());
+  for (size_t cut : {size_t{8}, size_t{20}, encoded.size() - 1}) {
+    EXPECT_EQ(DecodeRecord(encoded.substr(0, cut)).status().code(), absl::StatusCode::kDataLoss)
+        << cut;
+  }
+  EXPECT_EQ(DecodeRecord(encoded + "x").status().code(), absl::StatusCode::kDataLoss);
+  std::string bad_state = encoded;
+  bad_state[8] = 9;
+  EXPECT_EQ(DecodeRecord(bad_state).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(NatsRecord, BucketKeysAreStableHexAndSeparateTenantFromKey) {
+  const HashedScope a = HashScope({"ab", "c"}, 1);
+  EXPECT_EQ(a.bucket_key.size(), 64u);
+  EXPECT_EQ(a.bucket_key.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(a.bucket_key, HashScope({"ab", "c"}, 1).bucket_key);
+  EXPECT_NE(a.bucket_key, HashScope({"a", "bc"}, 1).bucket_key);
+  EXPECT_EQ(a.shard, 0);
+}
+
+TEST(NatsRecord, ShardsSpreadKeysOverEveryBucket) {
+  std::set<int> seen;
+  for (int i = 0; i < 200; ++i) {
+    const int shard = HashScope({"t", "key-" + std::to_string(i)}, 4).shard;
+    ASSERT_GE(shard, 0);
+    ASSERT_LT(shard, 4);
+    seen.insert(shard);
+  }
+  EXPECT_EQ(seen.size(), 4u);
+}
+
+TEST(NatsRecord, FencesAreUniqueAcrossShardsAndGrowWithTheRevision) {
+  EXPECT_EQ(FenceOf(7, 0, 1), 7);
+  EXPECT_NE(FenceOf(7, 0, 4), FenceOf(7, 1, 4));
+  EXPECT_LT(FenceOf(7, 3, 4), FenceOf(8, 0, 4));
+}
+
+}  // namespace
+}  // namespace idem::nats

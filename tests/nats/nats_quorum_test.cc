@@ -1,0 +1,82 @@
+// Quorum loss on a private three-node cluster ("nats_quorum" fixture: these tests kill servers,
+// which no test sharing a cluster may see): with two of three servers gone every write is
+// Unavailable and nothing is stored for it; once they are back the store serves again and every
+// outcome recorded before is still replayed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "idem/store.h"
+#include "nats_test_support.h"
+#include "store/testing/conformance_helpers.h"
+
+namespace idem {
+namespace {
+
+using absl::StatusCode;
+using testing::CodeOf;
+using testing::MakeClaim;
+using testing::MakeScope;
+using testing::SampleResponse;
+
+// Calls `attempt` until it returns true or `bound` passes, pausing briefly between attempts.
+bool Eventually(const std::function<bool()>& attempt, std::chrono::seconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (attempt()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return attempt();
+}
+
+TEST(NatsQuorum, WithTwoOfThreeServersDownWritesAreUnavailableAndNothingIsLost) {
+  absl::StatusOr<std::string> uri = natstest::StoreUri(
+      natstest::Fixture::kCluster, "replicas=3&bucket=" + natstest::FreshBucket("quorum"));
+  ASSERT_TRUE(uri.ok()) << uri.status();
+  StoreOptions options;
+  options.lock_timeout = std::chrono::seconds(2);
+  auto store = OpenStore(*uri, options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const Scope done = MakeScope("done");
+  auto claim = (*store)->Claim(MakeClaim(done));
+  ASSERT_TRUE(claim.ok() && claim->claimed) << claim.status();
+  ASSERT_TRUE((*store)->Complete(done, claim->record.fence, SampleResponse()).ok());
+
+  ASSERT_TRUE(natstest::RunFixture(natstest::Fixture::kCluster, "kill-node", 2).ok());
+  ASSERT_TRUE(natstest::RunFixture(natstest::Fixture::kCluster, "kill-node", 3).ok());
+  const Scope during = MakeScope("during");
+  auto lost = (*store)->Claim(MakeClaim(during, "worker-during"));
+  EXPECT_EQ(CodeOf(lost), StatusCode::kUnavailable) << lost.status();
+  EXPECT_EQ(CodeOf((*store)->Complete(done, claim->record.fence, SampleResponse(200))),
+            StatusCode::kUnavailable);
+
+  ASSERT_TRUE(natstest::RunFixture(natstest::Fixture::kCluster, "start-node", 2).ok());
+  ASSERT_TRUE(natstest::RunFixture(natstest::Fixture::kCluster, "start-node", 3).ok());
+  // Back once a quorum elects a leader again: a new key can be claimed.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto fresh = (*store)->Claim(MakeClaim(MakeScope("after")));
+        return fresh.ok() && fresh->claimed;
+      },
+      std::chrono::seconds(60)));
+  auto kept = (*store)->Get(done);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->state, KeyState::kCompleted);
+  EXPECT_EQ(kept->response, SampleResponse());
+  // The claim made without a quorum either never happened or is an in_progress claim of its
+  // caller, whose outcome was reported unknown: never a finished record.
+  auto after = (*store)->Get(during);
+  if (after.ok()) {
+    EXPECT_EQ(after->state, KeyState::kInProgress);
+    EXPECT_EQ(after->owner, "worker-during");
+  } else {
+    EXPECT_EQ(CodeOf(after), StatusCode::kNotFound) << after.status();
+  }
+}
+
+}  // namespace
+}  // namespace idem
