@@ -2,6 +2,7 @@
 // This file only turns flags into settings and wires the parts together.
 #include <fmt/format.h>
 #include <pthread.h>
+#include <spdlog/async.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -105,8 +106,12 @@ absl::Status CheckCacert(const std::string& file) {
   return absl::OkStatus();
 }
 
+// Log lines are written by a thread of their own: an io thread never waits for stderr (a file on
+// a slow disk, a full pipe). When the queue is full the oldest line is dropped, not the request
+// held; spdlog::shutdown() at the end of the command flushes what is queued.
 void SetUpLogging(const std::string& level) {
-  auto logger = spdlog::stderr_color_mt("idem");
+  spdlog::init_thread_pool(16384, 1);
+  auto logger = spdlog::create_async_nb<spdlog::sinks::stderr_color_sink_mt>("idem");
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
@@ -156,6 +161,27 @@ int Serve(const gateway::GatewayConfig& config) {
   return kExitOk;
 }
 
+// Loads the config file, applies the flags over it and serves; returns the exit code.
+int RunServeCommand(const CLI::App& cmd, const Flags& f) {
+  gateway::GatewayConfig config;
+  if (!f.config.empty()) {
+    absl::StatusOr<gateway::GatewayConfig> loaded = gateway::LoadConfigFile(f.config, config);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "idem serve: %s\n", std::string(loaded.status().message()).c_str());
+      return kExitUsage;
+    }
+    config = *std::move(loaded);
+  }
+  absl::Status s = ApplyFlags(f, cmd, config);
+  if (s.ok()) s = gateway::ValidateConfig(config);
+  if (s.ok() && !config.cacert.empty()) s = CheckCacert(config.cacert);
+  if (!s.ok()) {
+    std::fprintf(stderr, "idem serve: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
+  return Serve(config);
+}
+
 }  // namespace
 
 void AddServeCommand(CLI::App& app, int& exit_code) {
@@ -189,25 +215,8 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   cmd->callback([cmd, f, &exit_code] {
     SetUpLogging(f->log_level);
-    gateway::GatewayConfig config;
-    if (!f->config.empty()) {
-      absl::StatusOr<gateway::GatewayConfig> loaded = gateway::LoadConfigFile(f->config, config);
-      if (!loaded.ok()) {
-        std::fprintf(stderr, "idem serve: %s\n", std::string(loaded.status().message()).c_str());
-        exit_code = kExitUsage;
-        return;
-      }
-      config = *std::move(loaded);
-    }
-    absl::Status s = ApplyFlags(*f, *cmd, config);
-    if (s.ok()) s = gateway::ValidateConfig(config);
-    if (s.ok() && !config.cacert.empty()) s = CheckCacert(config.cacert);
-    if (!s.ok()) {
-      std::fprintf(stderr, "idem serve: %s\n", std::string(s.message()).c_str());
-      exit_code = kExitUsage;
-      return;
-    }
-    exit_code = Serve(config);
+    exit_code = RunServeCommand(*cmd, *f);
+    spdlog::shutdown();
   });
 }
 

@@ -1,8 +1,10 @@
 // The fixture every gateway end-to-end test builds on: the real examples/charges upstream on a
-// free port, a fresh store (a SQLite file, or a fresh schema on the "postgres" CTest fixture's
-// server when IDEM_E2E_POSTGRES is defined), and helpers to start the real idem binary in front of
-// it. Each test file is compiled twice (tests/gateway/CMakeLists.txt); E2E_SUITE(Name) gives the
-// PostgreSQL binary's suites distinct names for CTest.
+// free port, a fresh store, and helpers to start the real idem binary in front of it. The store
+// is a SQLite file, or a fresh schema on the "postgres" CTest fixture's server when the binary runs
+// with IDEM_E2E_STORE=postgres in its environment: tests/gateway/CMakeLists.txt builds the test
+// files once and registers them twice, the second time with that variable and the test prefix
+// "Postgres". store_down_test.cc, whose tests differ by store, is compiled twice instead (with
+// IDEM_E2E_POSTGRES defined for PostgreSQL); E2E_SUITE(Name) names its PostgreSQL suites.
 #ifndef IDEM_TESTS_GATEWAY_GATEWAY_FIXTURE_H_
 #define IDEM_TESTS_GATEWAY_GATEWAY_FIXTURE_H_
 
@@ -13,11 +15,14 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "e2e_support.h"
-#ifdef IDEM_E2E_POSTGRES
+#ifdef IDEM_E2E_WITH_POSTGRES
 #include "pg_test_support.h"
+#endif
+#ifdef IDEM_E2E_POSTGRES
 #define E2E_SUITE(name) Postgres##name
 #else
 #define E2E_SUITE(name) name
@@ -30,12 +35,15 @@ inline const std::string kBody = R"({"amount":4200,"currency":"eur"})";
 
 class GatewayFixture : public ::testing::Test {
  protected:
-  static constexpr bool kPostgres =
+  // Whether this run's store is PostgreSQL (see the top of this file).
+  static bool OnPostgres() {
 #ifdef IDEM_E2E_POSTGRES
-      true;
+    return true;
 #else
-      false;
+    const char* store = std::getenv("IDEM_E2E_STORE");
+    return store != nullptr && std::string_view(store) == "postgres";
 #endif
+  }
 
   void SetUp() override {
     char dir[] = "/tmp/idem-gateway-e2e-XXXXXX";
@@ -47,13 +55,17 @@ class GatewayFixture : public ::testing::Test {
                                  "127.0.0.1:" + std::to_string(charges_port_)},
         dir_ + "/charges.log");
     ASSERT_TRUE(Eventually([&] { return Send(charges_port_, "GET", "/stats").status == 200; }));
-#ifdef IDEM_E2E_POSTGRES
-    auto fresh = pgtest::CreateFreshSchemaUri();
-    ASSERT_TRUE(fresh.ok()) << fresh.status();
-    store_ = fresh->uri;
+    if (OnPostgres()) {
+#ifdef IDEM_E2E_WITH_POSTGRES
+      auto fresh = pgtest::CreateFreshSchemaUri();
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      store_ = fresh->uri;
 #else
-    store_ = "sqlite:" + dir_ + "/idem.db";
+      FAIL() << "IDEM_E2E_STORE=postgres, but this test binary was built without PostgreSQL";
 #endif
+    } else {
+      store_ = "sqlite:" + dir_ + "/idem.db";
+    }
     port_ = FreePort();
     admin_port_ = FreePort();
   }

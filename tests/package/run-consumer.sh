@@ -4,12 +4,13 @@
 # that prefix only, through find_package(idem) or through pkg-config.
 #   cmake, pkg-config   install BUILD_DIR (the static libraries of the calling build)
 #   shared              first builds idem's libraries again, shared (-DBUILD_SHARED_LIBS=ON,
-#                       Release, libraries only) into WORK_DIR, then runs both modes against them
+#                       libraries only) into WORK_DIR, then runs both modes against them
 #   fetchcontent        builds the project with idem's sources pulled in by FetchContent, as a
 #                       user's project would: tests off, C++20 from idem's targets, and without
 #                       PostgreSQL (IDEM_WITH_POSTGRES=OFF), checking that libpq is not linked
-# The shared and fetchcontent modes compile the libraries again; they reuse the calling build's
-# compiler launcher (ccache) when it has one: IDEM_COMPILER_LAUNCHER in the environment.
+# The shared and fetchcontent modes compile the libraries again, with no optimisation and no debug
+# information (what they check is the packaging, and the test command's time is CI's budget); they
+# reuse the calling build's compiler launcher (ccache) when it has one: IDEM_COMPILER_LAUNCHER.
 #
 # usage: run-consumer.sh cmake|pkg-config|shared|fetchcontent BUILD_DIR SOURCE_DIR WORK_DIR
 set -euo pipefail
@@ -24,7 +25,7 @@ fi
 if [[ $mode == shared ]]; then
   rm -rf "$work"
   mkdir -p "$work"
-  cmake -S "$source" -B "$work/idem-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  cmake -S "$source" -B "$work/idem-build" -G Ninja -DCMAKE_BUILD_TYPE= \
     -DBUILD_SHARED_LIBS=ON -DIDEM_BUILD_TESTS=OFF -DIDEM_BUILD_BENCH=OFF \
     -DIDEM_BUILD_EXAMPLES=OFF -DIDEM_BUILD_CLI=OFF "${launcher[@]}" >"$work/configure.log"
   cmake --build "$work/idem-build" -j 2 >"$work/build.log"
@@ -58,7 +59,7 @@ case $mode in
     ;;
   fetchcontent)
     cmake -S "$source/tests/package/consumer" -B "$work/build" -G Ninja \
-      -DCMAKE_BUILD_TYPE=Release -DIDEM_SOURCE_DIR="$source" -DIDEM_EXAMPLE_SOURCE="$example" \
+      -DCMAKE_BUILD_TYPE= -DIDEM_SOURCE_DIR="$source" -DIDEM_EXAMPLE_SOURCE="$example" \
       -DIDEM_WITH_POSTGRES=OFF "${launcher[@]}" >"$work/configure.log"
     cmake --build "$work/build" -j 2 >"$work/build.log"
     bin=$work/build
