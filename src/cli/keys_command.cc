@@ -204,7 +204,8 @@ int RunSweep(const KeysFlags& f) {
 }
 
 void AddStoreFlags(CLI::App* sub, KeysFlags& f) {
-  sub->add_option("--store", f.store, "The store: sqlite:PATH or postgresql://...")->required();
+  sub->add_option("--store", f.store, "The store: sqlite:PATH, postgresql://... or nats://...")
+      ->required();
   sub->add_option("--lock-timeout", f.lock_timeout,
                   "How long to wait for a store locked by another process, at open and at each "
                   "statement, e.g. 500ms, 30s (default 5s)")

@@ -194,7 +194,8 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option(
       "--cacert", f->cacert,
       "PEM file of CA certificates trusted for an https upstream, besides the system's");
-  cmd->add_option("--store", f->store, "Key store: sqlite:PATH or postgresql://...");
+  cmd->add_option("--store", f->store,
+                  "Key store: sqlite:PATH, postgresql://... or nats://HOST:PORT,...?bucket=NAME");
   cmd->add_option("--admin", f->admin, "HOST:PORT for /healthz, /readyz and /metrics");
   cmd->add_option("--config", f->config, "TOML file with these settings and [[route]] tables");
   cmd->add_option("--lease", f->lease, "How long a claim holds without a heartbeat (30s)");

@@ -1,6 +1,7 @@
 // `idem keys` end to end: the real binary (IDEM_BINARY) on a store filled through the library.
-// Compiled twice: on SQLite, and with IDEM_KEYS_TEST_POSTGRES on the "postgres" CTest fixture's
-// server (a fresh schema per test).
+// Compiled three times: on SQLite, with IDEM_KEYS_TEST_POSTGRES on the "postgres" CTest fixture's
+// server (a fresh schema per test), and with IDEM_KEYS_TEST_NATS on the "nats" fixture's
+// JetStream (a fresh bucket per test).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,6 +19,9 @@
 // CTest names tests Suite.Name: the PostgreSQL build needs a suite name of its own, or its tests
 // collide with the SQLite build's and lose the "postgres" fixture.
 #define IdemKeys IdemKeysPostgres
+#elif defined(IDEM_KEYS_TEST_NATS)
+#include "nats_test_support.h"
+#define IdemKeys IdemKeysNats
 #endif
 
 namespace idem::testing {
@@ -34,6 +38,11 @@ class IdemKeys : public ::testing::Test {
     absl::StatusOr<pgtest::FreshSchema> fresh = pgtest::CreateFreshSchemaUri();
     ASSERT_TRUE(fresh.ok()) << fresh.status();
     uri_ = fresh->uri;
+#elif defined(IDEM_KEYS_TEST_NATS)
+    absl::StatusOr<std::string> uri = natstest::StoreUri(
+        natstest::Fixture::kSingle, "replicas=1&bucket=" + natstest::FreshBucket("keys"));
+    ASSERT_TRUE(uri.ok()) << uri.status();
+    uri_ = *uri;
 #else
     dir_ = std::filesystem::temp_directory_path() /
            ("idem-keys-test-" + std::to_string(::getpid()) + "-" +
@@ -186,7 +195,12 @@ TEST_F(IdemKeys, BadInputIsAUsageErrorThatNamesTheProblem) {
   }
 }
 
-#ifndef IDEM_KEYS_TEST_POSTGRES
+#if defined(IDEM_KEYS_TEST_NATS)
+TEST_F(IdemKeys, UnreachableServersExit3) {
+  CallRun r = Idem({"keys", "list", "--store", "nats://127.0.0.1:1?replicas=1"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+}
+#elif !defined(IDEM_KEYS_TEST_POSTGRES)
 TEST_F(IdemKeys, LockedStoreIsWaitedForUpToLockTimeoutAndTheFlagIsNamed) {
   Put("acme", "old", KeyState::kCompleted, 25h);
   absl::StatusOr<std::unique_ptr<StoreTransaction>> held = store_->Begin();  // the write lock
