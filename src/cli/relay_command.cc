@@ -15,6 +15,10 @@
 #include "idem/retry/duration.h"
 #include "idem/store.h"
 #include "relay/http_sink.h"
+#include "relay/relay_admin.h"
+#ifdef IDEM_RELAY_WITH_POSTGRES
+#include "relay/pg_notify_wake.h"
+#endif
 #include "relay/relay_lock.h"
 #include "relay/relay_loop.h"
 #include "relay/relay_store.h"
@@ -32,7 +36,8 @@ constexpr int kExitLocked = 5;
 constexpr const char* kFooter = R"(Exit status:
   0  stopped by SIGTERM or SIGINT (the batch under way finished and recorded first), or, with
      --once, nothing was left to send now
-  2  usage error: bad flag, duration, sink, URL or secret; a store file that does not exist
+  2  usage error: bad flag, duration, sink, URL or secret; a store file that does not exist;
+     an --admin address that is malformed or cannot be listened on
   3  the store failed: unreachable, locked, corrupt, not idem's, or newer than this idem
   4  the endpoint answered 410 Gone: delivery to it stopped; its messages stay pending
   5  SQLite: another relay is running on this store (--wait waits for it instead)
@@ -44,12 +49,12 @@ Examples:
              --sink http --url https://hooks.example.com/idem --batch 200)";
 
 struct RelayFlags {
-  std::string store, sink, url, secret, lock_timeout;
+  std::string store, sink, url, secret, lock_timeout, admin;
   std::string timeout = "10s", lease = "30s", poll = "1s", retention = "24h";
   std::string backoff_base = "1s", backoff_cap = "5m", jitter = "full";
   int64_t batch = 100;
   int max_attempts = 10;
-  bool let_dead_pass = false, once = false, wait = false;
+  bool let_dead_pass = false, once = false, wait = false, no_listen = false;
 };
 
 int Fail(int code, const std::string& message) {
@@ -106,6 +111,23 @@ absl::StatusOr<std::unique_ptr<relay::Sink>> MakeSink(const RelayFlags& f, Milli
   auto sink = relay::HttpSink::Create({.url = f.url, .secret = secret, .timeout = timeout});
   if (!sink.ok()) return sink.status();
   return std::unique_ptr<relay::Sink>(std::move(*sink));
+}
+
+// PostgreSQL: the LISTEN connection that wakes the relay at a commit, or null to poll only
+// (SQLite, --once, --no-listen, or a LISTEN that failed: said on stderr).
+std::unique_ptr<relay::WakeSource> MakeWake(const RelayFlags& f, relay::Dialect dialect) {
+#ifdef IDEM_RELAY_WITH_POSTGRES
+  if (dialect != relay::Dialect::kPostgres || f.once || f.no_listen) return nullptr;
+  auto wake = relay::PgNotifyWake::Create(
+      {.conninfo = f.store, .application_name = fmt::format("idem-relay-listen-{}", ::getpid())});
+  if (wake.ok()) return std::move(*wake);
+  std::fprintf(stderr, "idem relay: %s; polling every --poll instead\n",
+               std::string(wake.status().message()).c_str());
+#else
+  (void)f;
+  (void)dialect;
+#endif
+  return nullptr;
 }
 
 // Takes the SQLite relay lock: at once, or (--wait) retrying until it is free or a stop signal.
@@ -176,14 +198,25 @@ int Relay(const RelayFlags& f) {
   relay::RelayStore relay_store(**store, *dialect, fmt::format("relay-{}", ::getpid()));
   relay::RelayMetrics metrics;
   relay::Relay relay(relay_store, **sink, SystemClock(), *options, metrics);
+  std::unique_ptr<http::AdminServer> admin;
+  if (!f.admin.empty()) {
+    auto started = http::AdminServer::Start(f.admin, "--admin", relay::RelayAdminHandler(metrics));
+    if (!started.ok()) return finish(Fail(kExitUsage, std::string(started.status().message())));
+    admin = std::move(*started);
+  }
   {
     std::lock_guard<std::mutex> guard(running_mu);
     running = &relay;
     if (stop.load()) relay.RequestStop();
   }
   if (f.once) relay.SetWaiter([&](Millis) { relay.RequestStop(); });
-  std::fprintf(stderr, "idem relay: publishing the outbox of %s to %s\n",
-               RedactStoreUri(f.store).c_str(), f.url.c_str());
+  // Made before the first claim: a commit after it wakes the relay.
+  std::unique_ptr<relay::WakeSource> wake = MakeWake(f, *dialect);
+  relay.SetWakeSource(wake.get());
+  std::fprintf(stderr, "idem relay: publishing the outbox of %s to %s%s%s\n",
+               RedactStoreUri(f.store).c_str(), f.url.c_str(),
+               wake != nullptr ? " (woken by LISTEN idem_outbox)" : "",
+               admin != nullptr ? fmt::format(", admin on {}", admin->address()).c_str() : "");
   absl::Status ran = relay.Run();
   {
     std::lock_guard<std::mutex> guard(running_mu);
@@ -222,6 +255,9 @@ void AddRelayCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--retention", f->retention, "Sent messages are deleted after this (24h)");
   cmd->add_option("--lock-timeout", f->lock_timeout,
                   "How long a store call waits for a store locked by another process (5s)");
+  cmd->add_option("--admin", f->admin, "HOST:PORT serving /metrics and /healthz (none)");
+  cmd->add_flag("--no-listen", f->no_listen,
+                "PostgreSQL: poll every --poll only, without LISTEN for commits");
   cmd->add_flag("--once", f->once, "Exit once nothing is left to send now");
   cmd->add_flag("--wait", f->wait, "SQLite: wait for a running relay to exit instead of failing");
   cmd->callback([f, &exit_code] { exit_code = Relay(*f); });

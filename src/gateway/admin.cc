@@ -1,17 +1,12 @@
 #include "gateway/admin.h"
 
-#include <spdlog/spdlog.h>
+#include <memory>
+#include <string>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wnull-dereference"
-#include <boost/asio/as_tuple.hpp>
-#pragma GCC diagnostic pop
+#include "http/admin_server.h"
 
 namespace idem::gateway {
 namespace {
-
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-constexpr Millis kAdminTimeout = 5s;
 
 // Why the gateway is not ready, or "" when it is.
 asio::awaitable<std::string> NotReadyReason(GatewayContext& ctx, UpstreamPool& pool) {
@@ -24,71 +19,34 @@ asio::awaitable<std::string> NotReadyReason(GatewayContext& ctx, UpstreamPool& p
   co_return "";
 }
 
-asio::awaitable<http::response<http::string_body>> AdminAnswer(
-    GatewayContext& ctx, UpstreamPool& pool, const http::request<http::string_body>& request) {
-  http::response<http::string_body> res{http::status::ok, request.version()};
-  res.set(http::field::content_type, "text/plain; charset=utf-8");
-  const std::string_view path = request.target().substr(0, request.target().find('?'));
-  if (request.method() != http::verb::get && request.method() != http::verb::head) {
-    res.result(http::status::method_not_allowed);
-    res.body() = "the admin endpoints answer GET only\n";
-  } else if (path == "/healthz") {
-    res.body() = "ok\n";
+asio::awaitable<idem::http::AdminReply> AdminAnswer(GatewayContext& ctx, UpstreamPool& pool,
+                                                    std::string_view path) {
+  idem::http::AdminReply reply;
+  if (path == "/healthz") {
+    reply.body = "ok\n";
   } else if (path == "/readyz") {
     // No co_await inside a conditional expression: GCC 12 miscompiles it.
     std::string reason = "shutting down";
     if (!ctx.draining) reason = co_await NotReadyReason(ctx, pool);
-    if (!reason.empty()) res.result(http::status::service_unavailable);
-    res.body() = reason.empty() ? "ready\n" : reason + "\n";
+    if (!reason.empty()) reply.status = 503;
+    reply.body = reason.empty() ? "ready\n" : reason + "\n";
   } else if (path == "/metrics") {
-    res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-    res.body() = ctx.metrics.Render();
+    reply.content_type = idem::http::kPrometheusTextType;
+    reply.body = ctx.metrics.Render();
   } else {
-    res.result(http::status::not_found);
-    res.body() = "admin endpoints: /healthz /readyz /metrics\n";
+    reply.status = 404;
+    reply.body = "admin endpoints: /healthz /readyz /metrics\n";
   }
-  co_return res;
-}
-
-asio::awaitable<void> ServeAdmin(GatewayContext& ctx, UpstreamPool& pool, tcp::socket socket) {
-  beast::tcp_stream stream(std::move(socket));
-  beast::flat_buffer buffer;
-  for (;;) {
-    http::request_parser<http::string_body> parser;
-    parser.body_limit(8192);
-    stream.expires_after(kAdminTimeout);
-    auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
-    if (ec) break;
-    http::request<http::string_body> request = parser.release();
-    http::response<http::string_body> res = co_await AdminAnswer(ctx, pool, request);
-    res.keep_alive(request.keep_alive());
-    res.prepare_payload();
-    stream.expires_after(kAdminTimeout);
-    auto [wec, wn] = co_await http::async_write(stream, res, kTuple);
-    if (wec || !request.keep_alive()) break;
-  }
-  beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  co_return reply;
 }
 
 }  // namespace
 
 asio::awaitable<void> AcceptAdmin(GatewayContext& ctx, UpstreamPool& pool,
                                   tcp::acceptor& acceptor) {
-  for (;;) {
-    auto [ec, socket] = co_await acceptor.async_accept(kTuple);
-    if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-    if (ec) continue;
-    asio::co_spawn(acceptor.get_executor(), ServeAdmin(ctx, pool, std::move(socket)),
-                   [](std::exception_ptr e) {
-                     if (!e) return;
-                     try {
-                       std::rethrow_exception(e);
-                     } catch (const std::exception& ex) {
-                       spdlog::error("admin connection failed: {}", ex.what());
-                     }
-                   });
-  }
+  auto answer = [&ctx, &pool](std::string_view path) { return AdminAnswer(ctx, pool, path); };
+  co_await idem::http::AcceptAdmin(
+      acceptor, std::make_shared<const idem::http::AdminHandler>(std::move(answer)));
 }
 
 }  // namespace idem::gateway

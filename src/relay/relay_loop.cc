@@ -4,7 +4,9 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <string_view>
 
 namespace idem::relay {
 namespace {
@@ -60,42 +62,74 @@ Outcome Relay::Fail(const OutboxRecord& message, const Delivery& delivery, int64
   return outcome;
 }
 
+void Relay::Settle(const OutboxRecord& message, const Delivery& delivery, Progress& progress) {
+  const int64_t now = clock_.NowMillis();
+  ++progress.pass.attempted;
+  if (delivery.kind == Delivery::Kind::kDelivered) {
+    progress.outcomes.push_back({.seq = message.seq, .kind = Outcome::Kind::kSent});
+    metrics_.sent.fetch_add(1);
+    metrics_.ObserveLatency(now - message.created_ms);
+    return;
+  }
+  progress.stopped.insert(message.aggregate_key);
+  if (delivery.kind == Delivery::Kind::kGone) {
+    progress.pass.gone = true;
+    progress.pass.gone_error = delivery.error;
+    progress.outcomes.push_back({.seq = message.seq,
+                                 .kind = Outcome::Kind::kRetry,
+                                 .next_attempt_ms = now,
+                                 .error = delivery.error});
+    return;
+  }
+  progress.outcomes.push_back(Fail(message, delivery, now));
+}
+
+void Relay::PublishInOrder(const Batch& batch, Progress& progress) {
+  for (const OutboxRecord& message : batch.messages) {
+    if (progress.pass.gone || progress.stopped.contains(message.aggregate_key)) continue;
+    // A message published after the lease lapsed could overtake another relay's.
+    if (clock_.NowMillis() + options_.send_timeout.count() > batch.lease_until_ms) break;
+    Settle(message, sink_.Publish(message), progress);
+  }
+}
+
+void Relay::PublishWaves(const Batch& batch, Progress& progress) {
+  // Wave k holds the k-th message of every aggregate: a message goes out only in a wave after
+  // the one that acknowledged its predecessor.
+  std::vector<std::vector<const OutboxRecord*>> waves;
+  std::map<std::string_view, size_t> position;
+  for (const OutboxRecord& message : batch.messages) {
+    const size_t k = position[message.aggregate_key]++;
+    if (k == waves.size()) waves.emplace_back();
+    waves[k].push_back(&message);
+  }
+  for (std::vector<const OutboxRecord*>& wave : waves) {
+    std::erase_if(
+        wave, [&](const OutboxRecord* m) { return progress.stopped.contains(m->aggregate_key); });
+    if (progress.pass.gone || wave.empty()) break;
+    if (clock_.NowMillis() + options_.send_timeout.count() > batch.lease_until_ms) break;
+    const std::vector<Delivery> deliveries = sink_.PublishEach(wave);
+    for (size_t i = 0; i < wave.size() && i < deliveries.size(); ++i) {
+      Settle(*wave[i], deliveries[i], progress);
+    }
+  }
+}
+
 absl::StatusOr<Relay::Pass> Relay::RunOnce() {
   absl::StatusOr<Batch> batch = store_.Claim(clock_.NowMillis(), options_.batch_size,
                                              options_.lease.count(), options_.let_dead_pass);
   if (!batch.ok()) return batch.status();
-  Pass pass;
-  std::vector<Outcome> outcomes;
-  std::set<std::string> stopped;  // aggregates whose earlier message failed in this batch
-  for (const OutboxRecord& message : batch->messages) {
-    if (pass.gone || stopped.contains(message.aggregate_key)) continue;
-    // A message published after the lease lapsed could overtake another relay's.
-    if (clock_.NowMillis() + options_.send_timeout.count() > batch->lease_until_ms) break;
-    const Delivery delivery = sink_.Publish(message);
-    const int64_t now = clock_.NowMillis();
-    ++pass.attempted;
-    if (delivery.kind == Delivery::Kind::kDelivered) {
-      outcomes.push_back({.seq = message.seq, .kind = Outcome::Kind::kSent});
-      metrics_.sent.fetch_add(1);
-      metrics_.ObserveLatency(now - message.created_ms);
-      continue;
-    }
-    stopped.insert(message.aggregate_key);
-    if (delivery.kind == Delivery::Kind::kGone) {
-      pass.gone = true;
-      pass.gone_error = delivery.error;
-      outcomes.push_back({.seq = message.seq,
-                          .kind = Outcome::Kind::kRetry,
-                          .next_attempt_ms = now,
-                          .error = delivery.error});
-      continue;
-    }
-    outcomes.push_back(Fail(message, delivery, now));
+  Progress progress;
+  if (sink_.concurrent()) {
+    PublishWaves(*batch, progress);
+  } else {
+    PublishInOrder(*batch, progress);
   }
-  if (absl::Status done = store_.Finish(*batch, outcomes, clock_.NowMillis()); !done.ok()) {
+  if (absl::Status done = store_.Finish(*batch, progress.outcomes, clock_.NowMillis());
+      !done.ok()) {
     return done;
   }
-  return pass;
+  return progress.pass;
 }
 
 absl::Status Relay::Housekeeping(int64_t now_ms) {
@@ -148,6 +182,7 @@ void Relay::RequestStop() {
 }
 
 void Relay::Wake() {
+  if (wake_source_ != nullptr) wake_source_->Interrupt();
   std::lock_guard<std::mutex> lock(mu_);
   woken_ = true;
   cv_.notify_all();
@@ -155,9 +190,15 @@ void Relay::Wake() {
 
 void Relay::Wait(Millis wait) {
   if (waiter_) return waiter_(wait);
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, wait, [&] { return woken_ || stop_.load(); });
-  woken_ = false;
+  metrics_.waiting.store(1);
+  if (wake_source_ != nullptr) {
+    if (!stop_.load()) wake_source_->Wait(wait);
+  } else {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, wait, [&] { return woken_ || stop_.load(); });
+    woken_ = false;
+  }
+  metrics_.waiting.store(0);
 }
 
 }  // namespace idem::relay

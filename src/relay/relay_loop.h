@@ -17,6 +17,9 @@
 #include <functional>
 #include <mutex>
 #include <random>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "idem/clock.h"
@@ -24,6 +27,7 @@
 #include "relay/relay_metrics.h"
 #include "relay/relay_store.h"
 #include "relay/sink.h"
+#include "relay/wake_source.h"
 
 namespace idem::relay {
 
@@ -76,9 +80,25 @@ class Relay final {
   // return within `wait` or once `stopping` returns true. Default: a timed wait that RequestStop
   // and Wake end early.
   void SetWaiter(std::function<void(Millis wait)> waiter) { waiter_ = std::move(waiter); }
+  // Waits between passes on `source` (not owned; it must outlive Run) instead of a timed wait:
+  // a PostgreSQL NOTIFY then starts the next pass within milliseconds. Wake and RequestStop
+  // interrupt it. Call before Run.
+  void SetWakeSource(WakeSource* source) { wake_source_ = source; }
   bool stopping() const { return stop_.load(); }
 
  private:
+  // What a pass did so far.
+  struct Progress {
+    Pass pass;
+    std::vector<Outcome> outcomes;
+    std::set<std::string> stopped;  // aggregates whose earlier message failed in this batch
+  };
+  // Publishes the batch one message at a time, in seq order.
+  void PublishInOrder(const Batch& batch, Progress& progress);
+  // Publishes the batch in waves of distinct aggregates (Sink::concurrent()).
+  void PublishWaves(const Batch& batch, Progress& progress);
+  // Records what became of `message`.
+  void Settle(const OutboxRecord& message, const Delivery& delivery, Progress& progress);
   Outcome Fail(const OutboxRecord& message, const Delivery& delivery, int64_t now_ms);
   void Wait(Millis wait);
   // Counts pending messages every 5 s, deletes sent ones past retention every retention_every.
@@ -91,6 +111,7 @@ class Relay final {
   RelayMetrics& metrics_;
   std::mt19937_64 rng_;
   std::function<void(Millis)> waiter_;
+  WakeSource* wake_source_ = nullptr;
   int64_t next_retention_ms_ = 0;
   int64_t next_count_ms_ = 0;
   std::atomic<bool> stop_{false};

@@ -44,6 +44,26 @@ TEST_F(RelayLoopTest, FailureStopsItsAggregateForTheBatchButNotOthers) {
   EXPECT_EQ(metrics_.retried.load(), 1);
 }
 
+TEST_F(RelayLoopTest, ConcurrentSinkGetsWavesOfDistinctAggregatesInOrder) {
+  Add({{"a", "a1"}, {"b", "b1"}, {"a", "a2"}, {"c", "c1"}, {"a", "a3"}, {"b", "b2"}});
+  ScriptSink sink({}, /*concurrent=*/true);
+  EXPECT_EQ(Pass(sink).attempted, 6);
+  EXPECT_EQ(sink.waves,
+            (std::vector<std::vector<std::string>>{{"a1", "b1", "c1"}, {"a2", "b2"}, {"a3"}}));
+  for (const OutboxRecord& r : All()) EXPECT_EQ(r.state, OutboxState::kSent) << r.payload;
+}
+
+TEST_F(RelayLoopTest, ConcurrentSinkFailureKeepsItsAggregatesFollowersOutOfLaterWaves) {
+  Add({{"a", "a1"}, {"b", "b1"}, {"a", "a2"}, {"b", "b2"}});
+  ScriptSink sink([](const OutboxRecord& m) { return m.payload == "b1" ? Retry() : Delivery{}; },
+                  /*concurrent=*/true);
+  EXPECT_EQ(Pass(sink).attempted, 3);
+  EXPECT_EQ(sink.waves, (std::vector<std::vector<std::string>>{{"a1", "b1"}, {"a2"}}));
+  EXPECT_EQ(ByPayload("b2").state, OutboxState::kPending);
+  EXPECT_EQ(ByPayload("b2").attempts, 0);
+  EXPECT_EQ(ByPayload("a2").state, OutboxState::kSent);
+}
+
 TEST_F(RelayLoopTest, RetryIsDueAfterAJitteredBackoffWithinItsWindow) {
   Add({{"a", "a1"}});
   ScriptSink sink([](const OutboxRecord&) { return Retry(); });

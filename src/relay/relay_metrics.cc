@@ -25,6 +25,9 @@ std::string RelayMetrics::Render() const {
           store_errors.load(), "counter");
   counter("idem_relay_pending", "Pending messages in the outbox, last counted.", pending.load(),
           "gauge");
+  counter("idem_relay_waiting",
+          "1 while the relay waits between passes (nothing due, or backing off from the store).",
+          waiting.load(), "gauge");
   out +=
       "# HELP idem_relay_delivery_latency_seconds From the message's creation to its "
       "acknowledgement.\n# TYPE idem_relay_delivery_latency_seconds histogram\n";

@@ -17,6 +17,7 @@ struct RelayMetrics {
   std::atomic<int64_t> dead{0};
   std::atomic<int64_t> pending{-1};  // last counted; -1 until counted
   std::atomic<int64_t> store_errors{0};
+  std::atomic<int64_t> waiting{0};  // 1 while the relay waits between passes
   // Delivery latency from the message's creation (its transaction's time) to its acknowledgement.
   static constexpr std::array<int64_t, 12> kBucketsMs = {1,   5,    10,   25,    50,    100,
                                                          250, 1000, 5000, 30000, 60000, 300000};

@@ -21,15 +21,25 @@ namespace idem::relay {
 class ScriptSink final : public Sink {
  public:
   using Script = std::function<Delivery(const OutboxRecord&)>;
-  explicit ScriptSink(Script script = {}) : script_(std::move(script)) {}
+  // `concurrent`: take the batch in waves of distinct aggregates (as the NATS sink does).
+  explicit ScriptSink(Script script = {}, bool concurrent = false)
+      : script_(std::move(script)), concurrent_(concurrent) {}
   Delivery Publish(const OutboxRecord& message) override {
     published.push_back(message.payload);
     return script_ ? script_(message) : Delivery{};
   }
-  std::vector<std::string> published;  // payloads, in publishing order
+  std::vector<Delivery> PublishEach(std::span<const OutboxRecord* const> messages) override {
+    waves.emplace_back();
+    for (const OutboxRecord* m : messages) waves.back().push_back(m->payload);
+    return Sink::PublishEach(messages);
+  }
+  bool concurrent() const override { return concurrent_; }
+  std::vector<std::string> published;           // payloads, in publishing order
+  std::vector<std::vector<std::string>> waves;  // concurrent: the payloads of each wave
 
  private:
   Script script_;
+  bool concurrent_;
 };
 
 class RelayFixture : public ::testing::Test {

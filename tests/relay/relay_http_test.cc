@@ -6,129 +6,25 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <condition_variable>
-#include <filesystem>
+#include <chrono>
+#include <cstdio>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "http/test_server.h"
-#include "idem/outbox.h"
-#include "idem/outbox_admin.h"
-#include "idem/store.h"
+#include "e2e_support.h"
 #include "idem/webhook_signature.h"
 #include "idem_process.h"
+#include "relay_fixture.h"
 #include "relay_process.h"
 #ifdef IDEM_RELAY_TEST_POSTGRES
-#include "pg_test_support.h"
 #define RelayHttp RelayHttpPostgres
 #endif
 
 namespace idem::testing {
 namespace {
 
-using http::testing::ScriptedReply;
-using http::testing::SeenRequest;
-
-constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-
-std::string Header(const SeenRequest& r, const std::string& name) {
-  for (const auto& [n, v] : r.headers) {
-    if (strcasecmp(n.c_str(), name.c_str()) == 0) return v;
-  }
-  return "";
-}
-
-class RelayHttp : public ::testing::Test {
- protected:
-  void SetUp() override {
-#ifdef IDEM_RELAY_TEST_POSTGRES
-    auto fresh = pgtest::CreateFreshSchemaUri();
-    ASSERT_TRUE(fresh.ok()) << fresh.status();
-    uri_ = fresh->uri;
-#else
-    dir_ = std::filesystem::temp_directory_path() /
-           ("idem-relay-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    uri_ = "sqlite:" + (dir_ / "outbox.db").string();
-#endif
-    auto store = OpenStore(uri_);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    server_ = std::make_unique<http::testing::ScriptedServer>([this](const SeenRequest& r) {
-      std::unique_lock<std::mutex> lock(mu_);
-      ++seen_;
-      cv_.notify_all();
-      return answer_ ? answer_(r) : ScriptedReply{http::testing::Ok("{}")};
-    });
-  }
-  void TearDown() override {
-    server_.reset();
-    store_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
-  // Adds (aggregate, payload) messages in one committed transaction; returns their ids.
-  std::vector<std::string> Add(const std::vector<std::pair<std::string, std::string>>& messages) {
-    std::vector<std::string> ids;
-    auto tx = store_->Begin();
-    EXPECT_TRUE(tx.ok()) << tx.status();
-    for (const auto& [aggregate, payload] : messages) {
-      auto id = AddOutboxMessage(**tx, {.topic = "order.created",
-                                        .aggregate_key = aggregate,
-                                        .headers = {{"x-tenant", "acme"}},
-                                        .payload = payload});
-      EXPECT_TRUE(id.ok()) << id.status();
-      ids.push_back(id.ok() ? *id : "");
-    }
-    EXPECT_TRUE((*tx)->Commit().ok());
-    return ids;
-  }
-
-  std::vector<std::string> RelayArgs(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"relay",
-                                     "--store",
-                                     uri_,
-                                     "--sink",
-                                     "http",
-                                     "--url",
-                                     server_->Url("/hooks"),
-                                     "--secret",
-                                     kSecret,
-                                     "--backoff-base",
-                                     "0s"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
-  }
-
-  void SetAnswer(std::function<ScriptedReply(const SeenRequest&)> answer) {
-    std::lock_guard<std::mutex> lock(mu_);
-    answer_ = std::move(answer);
-  }
-  void WaitForRequests(int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(60), [&] { return seen_ >= n; }));
-  }
-
-  OutboxState StateOf(const std::string& id) {
-    auto m = GetOutboxMessage(*store_, id);
-    EXPECT_TRUE(m.ok()) << m.status();
-    return m.ok() ? m->state : OutboxState::kPending;
-  }
-
-  std::filesystem::path dir_;
-  std::string uri_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<http::testing::ScriptedServer> server_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int seen_ = 0;
-  std::function<ScriptedReply(const SeenRequest&)> answer_;
-};
+using RelayHttp = RelayE2e;
 
 TEST_F(RelayHttp, DeliversEveryMessageSignedWithItsIdAndInOrderPerAggregate) {
   std::vector<std::pair<std::string, std::string>> messages;
@@ -276,6 +172,65 @@ TEST_F(RelayHttp, BadInputIsAUsageError) {
   }
   EXPECT_TRUE(server_->requests().empty());
 }
+
+#ifdef IDEM_RELAY_TEST_POSTGRES
+// With a 30 s poll interval, only the NOTIFY of the commit can bring each message out in time: each
+// is committed once the relay says (on its /metrics) that it waits between passes.
+TEST_F(RelayHttp, NotifyDeliversACommitWithinMillisecondsNotThePollInterval) {
+  const int admin = e2e::FreePort();
+  Background relay(RelayArgs({"--poll", "30s", "--admin", "127.0.0.1:" + std::to_string(admin)}));
+  auto waiting = [&] {
+    return e2e::MetricValue(e2e::Send(admin, "GET", "/metrics").body, "idem_relay_waiting") == 1;
+  };
+  std::vector<int64_t> delays_ms;
+  for (int n = 1; n <= 5; ++n) {
+    ASSERT_TRUE(e2e::Eventually(waiting)) << relay.err();
+    const auto before_commit = std::chrono::steady_clock::now();
+    Add({{"agg-" + std::to_string(n % 2), "{\"n\":" + std::to_string(n) + "}"}});
+    ASSERT_TRUE(SeenWithin(n, std::chrono::seconds(10)))
+        << "message " << n << " not delivered within 10 s of its commit: " << relay.err();
+    delays_ms.push_back(std::chrono::duration_cast<Millis>(SeenAt(n) - before_commit).count());
+  }
+  for (int64_t delay : delays_ms) {
+    EXPECT_LT(delay, 5'000);
+    std::printf("commit to delivery: %lld ms\n", static_cast<long long>(delay));
+  }
+  relay.Signal(SIGTERM);
+  EXPECT_EQ(relay.Wait(), 0) << relay.err();
+  EXPECT_NE(relay.err().find("woken by LISTEN idem_outbox"), std::string::npos) << relay.err();
+}
+
+TEST_F(RelayHttp, LostListenConnectionIsReestablishedAndWakesTheRelayAgain) {
+  Background relay(RelayArgs({"--poll", "30s"}));
+  Add({{"a", "1"}});
+  ASSERT_TRUE(SeenWithin(1, std::chrono::seconds(10))) << relay.err();
+  auto killed = pgtest::AdminQuery(
+      "",
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
+      "'idem-relay-listen-" +
+          std::to_string(relay.pid()) + "'");
+  ASSERT_TRUE(killed.ok()) << killed.status();
+  ASSERT_EQ(killed->size(), 1u);  // the relay's LISTEN connection existed, and is gone
+  EXPECT_EQ(killed->at(0).at(0), "t");
+  // The relay sees the connection drop, looks once, and LISTENs again on a new connection; a
+  // message committed after the next one is delivered can only be woken by the new LISTEN.
+  Add({{"a", "2"}});
+  ASSERT_TRUE(SeenWithin(2, std::chrono::seconds(10))) << relay.err();
+  Add({{"a", "3"}});
+  ASSERT_TRUE(SeenWithin(3, std::chrono::seconds(10))) << relay.err();
+  relay.Signal(SIGTERM);
+  EXPECT_EQ(relay.Wait(), 0) << relay.err();
+}
+
+TEST_F(RelayHttp, NoListenPollsOnly) {
+  Add({{"a", "1"}});
+  Background relay(RelayArgs({"--no-listen", "--poll", "50ms"}));
+  ASSERT_TRUE(SeenWithin(1, std::chrono::seconds(10))) << relay.err();
+  relay.Signal(SIGTERM);
+  EXPECT_EQ(relay.Wait(), 0) << relay.err();
+  EXPECT_EQ(relay.err().find("LISTEN"), std::string::npos) << relay.err();
+}
+#endif
 
 #ifndef IDEM_RELAY_TEST_POSTGRES
 TEST_F(RelayHttp, SecondRelayOnOneSqliteStoreExits5WithAClearMessage) {

@@ -17,6 +17,7 @@ class Background final {
   Background(const Background&) = delete;
   Background& operator=(const Background&) = delete;
 
+  pid_t pid() const { return pid_; }
   void Signal(int signal);
   // Waits for the process to exit; returns its exit code (-1 when killed by a signal).
   int Wait();
