@@ -125,6 +125,9 @@ int Serve(const gateway::GatewayConfig& config) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A store file that reaches the process's file size limit (ulimit -f) must fail the write it
+  // was part of (SQLite: "database or disk is full", a 503), not kill the gateway.
+  std::signal(SIGXFSZ, SIG_IGN);
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(
       config.store, {.retention = config.retention, .lock_timeout = config.store_lock_timeout});
   if (!store.ok()) {

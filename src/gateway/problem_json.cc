@@ -52,7 +52,17 @@ Problem ProblemFor(const absl::Status& status, Origin origin) {
     if (e.retry_after > 0) p.retry_after_seconds = e.retry_after;
     return p;
   }
-  // The logged error may name internals; the client gets a generic, still actionable detail.
+  // The logged error may name internals; the client gets a generic, still actionable detail. Any
+  // other store failure (read-only or corrupt file, an unexpected error) fails closed like a
+  // store that is down: nothing was forwarded, and a later retry may find the store repaired.
+  if (origin == Origin::kStore)
+    return Problem{.status = 503,
+                   .type = std::string(kTypeBase) + "store-unavailable",
+                   .title = "Idempotency store unavailable",
+                   .detail =
+                       "the idempotency store failed (the gateway's log says how); nothing "
+                       "was forwarded: retry later with the same idempotency key",
+                   .retry_after_seconds = 1};
   return Problem{.status = 500,
                  .type = std::string(kTypeBase) + "internal",
                  .title = "Internal gateway error",

@@ -19,7 +19,18 @@ TEST(ProblemFor, OneTableMapsCodesByOrigin) {
   EXPECT_EQ(StatusOf(absl::UnavailableError("x"), Origin::kUpstream), 502);
   EXPECT_EQ(StatusOf(absl::DeadlineExceededError("x"), Origin::kUpstream), 504);
   EXPECT_EQ(StatusOf(absl::DataLossError("x"), Origin::kUpstream), 502);
-  EXPECT_EQ(StatusOf(absl::InternalError("secret"), Origin::kStore), 500);
+  EXPECT_EQ(StatusOf(absl::InternalError("secret"), Origin::kUpstream), 500);
+}
+
+// A store that is read-only, corrupt or fails unexpectedly fails closed like one that is down.
+TEST(ProblemFor, EveryOtherStoreFailureIs503WithRetryAfter) {
+  for (const absl::Status& s : {absl::PermissionDeniedError("x"), absl::DataLossError("x"),
+                                absl::InternalError("x"), absl::UnknownError("x")}) {
+    const Problem p = ProblemFor(s, Origin::kStore);
+    EXPECT_EQ(p.status, 503) << s;
+    EXPECT_EQ(p.type, "https://idem.dev/problems/store-unavailable") << s;
+    EXPECT_EQ(p.retry_after_seconds, 1) << s;
+  }
 }
 
 TEST(ProblemFor, StoreDownCarriesRetryAfter) {
@@ -30,6 +41,8 @@ TEST(ProblemFor, StoreDownCarriesRetryAfter) {
 
 TEST(ProblemFor, InternalDetailIsNotLeaked) {
   EXPECT_EQ(ProblemFor(absl::InternalError("pg password"), Origin::kStore).detail.find("pg"),
+            std::string::npos);
+  EXPECT_EQ(ProblemFor(absl::InternalError("pg password"), Origin::kUpstream).detail.find("pg"),
             std::string::npos);
 }
 

@@ -83,12 +83,15 @@ class GatewayFixture : public ::testing::Test {
   // Starts an idem serve on `port` with its admin listener on `admin_port`, logging to `log`.
   std::unique_ptr<Child> Spawn(int port, int admin_port, const std::vector<std::string>& extra,
                                const std::string& upstream, const std::string& log) {
-    std::vector<std::string> argv = {IDEM_BINARY,    "serve",
-                                     "--listen",     "127.0.0.1:" + std::to_string(port),
-                                     "--upstream",   upstream,
-                                     "--store",      store_,
-                                     "--admin",      "127.0.0.1:" + std::to_string(admin_port),
-                                     "--io-threads", "2"};
+    std::vector<std::string> argv = launcher_;
+    const std::vector<std::string> serve = {
+        IDEM_BINARY,    "serve",
+        "--listen",     "127.0.0.1:" + std::to_string(port),
+        "--upstream",   upstream,
+        "--store",      store_,
+        "--admin",      "127.0.0.1:" + std::to_string(admin_port),
+        "--io-threads", "2"};
+    argv.insert(argv.end(), serve.begin(), serve.end());
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto child = std::make_unique<Child>(argv, log);
     Eventually(
@@ -134,6 +137,7 @@ class GatewayFixture : public ::testing::Test {
   }
 
   std::string dir_, store_;
+  std::vector<std::string> launcher_;  // put before the idem command line (e.g. prlimit ... --)
   int charges_port_ = 0, port_ = 0, admin_port_ = 0;
   std::unique_ptr<Child> charges_, gateway_;
 };

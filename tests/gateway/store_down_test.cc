@@ -1,11 +1,15 @@
-// End-to-end: a key store that is down or busy fails closed. The gateway answers 503
+// End-to-end: a key store that is down, busy or full fails closed. The gateway answers 503
 // application/problem+json with Retry-After and never forwards the request unguarded; once the
 // store is back, the same key runs (nothing was stored). SQLite: another connection holds the
-// database's write lock. PostgreSQL: the test's private server (the "postgres_restart" fixture,
-// never the shared one) is stopped and started again.
+// database's write lock, or a file size limit fills it. PostgreSQL: the test's private server
+// (the "postgres_gateway_down" fixture, never the shared one) is stopped and started again.
 #include <sqlite3.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <filesystem>
+#include <string>
 
 #include "gateway_fixture.h"
 
@@ -56,6 +60,37 @@ TEST_F(StoreDownE2E, LockedStoreIs503WithRetryAfterAndNothingIsForwarded) {
   EXPECT_EQ(after.status, 201) << after.body;
   EXPECT_EQ(after.HeaderCount("Idempotent-Replayed"), 0);
   EXPECT_EQ(Stat("calls"), 2);
+}
+// A full disk, made real by a file size limit on the gateway (prlimit --fsize): once the store's
+// write-ahead log reaches it, SQLite reports "database or disk is full". Each claim that cannot be
+// written is a 503 and is not forwarded; the gateway lives on and still answers replays.
+TEST_F(StoreDownE2E, FullStoreIs503WithRetryAfterNothingForwardedAndTheGatewayLivesOn) {
+  StartGateway();
+  ASSERT_EQ(Post("before").status, 201);
+  // A clean stop folds the write-ahead log into the database file and removes it.
+  gateway_->Signal(SIGTERM);
+  ASSERT_EQ(gateway_->Wait(std::chrono::seconds(20)), 0);
+  ASSERT_FALSE(std::filesystem::exists(dir_ + "/idem.db-wal"));
+  const auto limit = std::filesystem::file_size(dir_ + "/idem.db") + 96 * 1024;
+  launcher_ = {"/usr/bin/prlimit", "--fsize=" + std::to_string(limit), "--"};
+  StartGateway();
+  int executed = 0;
+  Response full;
+  for (int i = 0; i < 500 && full.status != 503; ++i) {
+    const long calls_before = Stat("calls");
+    full = Post("fill-" + std::to_string(i));
+    if (full.status == 503) {
+      EXPECT_EQ(Stat("calls"), calls_before) << "a request the store refused was forwarded";
+    } else {
+      ASSERT_EQ(full.status, 201) << full.body;
+      ++executed;
+    }
+  }
+  ExpectStoreUnavailable(full);
+  EXPECT_GT(executed, 0);
+  EXPECT_GE(Metric("idem_store_failed_commits_total"), 1);
+  EXPECT_TRUE(gateway_->Running());
+  EXPECT_EQ(Post("before").Header("Idempotent-Replayed"), "true");
 }
 #else
 // Runs the fixture script on this test's private server (IDEM_PG_FIXTURE_DIR).
