@@ -1,0 +1,122 @@
+// A bucket's Raft leader paused (SIGSTOP) for longer than an election, on the private "nats_quorum"
+// cluster: the other two servers elect a new leader, a second worker takes the lapsed key over and
+// completes it; when the old leader wakes up (SIGCONT), the first worker, talking only to that
+// server, must not record its outcome over the new owner's: Aborted or Unavailable, never OK.
+#include <gtest/gtest.h>
+#include <nats/nats.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "idem/store.h"
+#include "nats_test_support.h"
+#include "store/testing/conformance_helpers.h"
+
+namespace idem {
+namespace {
+
+using absl::StatusCode;
+using namespace std::chrono_literals;
+using testing::MakeClaim;
+using testing::MakeScope;
+using testing::SampleResponse;
+
+std::vector<std::string> Split(const std::string& urls) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= urls.size()) {
+    size_t comma = urls.find(',', start);
+    if (comma == std::string::npos) comma = urls.size();
+    out.push_back(urls.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// The name of the stream's leader ("idem-nI"), or "" while there is none.
+std::string Leader(jsCtx* js, const std::string& stream) {
+  jsStreamInfo* info = nullptr;
+  std::string leader;
+  if (js_GetStreamInfo(&info, js, stream.c_str(), nullptr, nullptr) == NATS_OK &&
+      info->Cluster != nullptr && info->Cluster->Leader != nullptr) {
+    leader = info->Cluster->Leader;
+  }
+  jsStreamInfo_Destroy(info);
+  return leader;
+}
+
+std::string StoreUriOn(const std::vector<std::string>& nodes, const std::string& bucket) {
+  std::string hosts;
+  for (const std::string& node : nodes) {
+    if (!hosts.empty()) hosts += ',';
+    hosts += node.substr(std::string("nats://").size());
+  }
+  return "nats://" + hosts + "?replicas=3&bucket=" + bucket;
+}
+
+TEST(NatsPausedLeader, AWokenLeaderNeverRecordsTheOutcomeOfAKeyItsWorkerLost) {
+  absl::StatusOr<std::string> urls = natstest::ServerUrls(natstest::Fixture::kCluster);
+  ASSERT_TRUE(urls.ok()) << urls.status();
+  const std::vector<std::string> nodes = Split(*urls);
+  ASSERT_EQ(nodes.size(), 3u);
+  const std::string bucket = natstest::FreshBucket("paused");
+  ManualClock clock;
+  StoreOptions options;
+  options.clock = &clock;
+  options.lock_timeout = 3s;
+  auto setup = OpenStore(StoreUriOn(nodes, bucket), options);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  auto admin = natstest::Connect(*urls);
+  ASSERT_TRUE(admin.ok()) << admin.status();
+  const std::string leader = Leader((*admin)->js(), "KV_" + bucket);
+  ASSERT_EQ(leader.rfind("idem-n", 0), 0u) << leader;
+  const int leader_node = std::stoi(leader.substr(6));
+  std::vector<std::string> others;
+  for (int i = 1; i <= 3; ++i) {
+    if (i != leader_node) others.push_back(nodes[i - 1]);
+  }
+  auto first = OpenStore(StoreUriOn({nodes[leader_node - 1]}, bucket), options);  // the leader only
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = OpenStore(StoreUriOn(others, bucket), options);
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto others_admin = natstest::Connect(others[0] + "," + others[1]);
+  ASSERT_TRUE(others_admin.ok()) << others_admin.status();
+
+  const Scope scope = MakeScope("paused-key");
+  auto claim = (*first)->Claim(MakeClaim(scope, "worker-A", testing::kFingerprint, 1s));
+  ASSERT_TRUE(claim.ok() && claim->claimed) << claim.status();
+
+  ASSERT_TRUE(natstest::RunFixture(natstest::Fixture::kCluster, "pause-node", leader_node).ok());
+  // The other two elect a new leader (polled, with a bound).
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  std::string new_leader;
+  while (std::chrono::steady_clock::now() < deadline) {
+    new_leader = Leader((*others_admin)->js(), "KV_" + bucket);
+    if (!new_leader.empty() && new_leader != leader) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_FALSE(new_leader.empty() || new_leader == leader) << "no new leader was elected";
+  clock.Advance(2s);  // worker-A's lease has lapsed
+  auto taken = (*second)->TakeOver(MakeClaim(scope, "worker-B"), claim->record.fence);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  ASSERT_TRUE((*second)->Complete(scope, taken->fence, SampleResponse(201)).ok());
+
+  ASSERT_TRUE(natstest::RunFixture(natstest::Fixture::kCluster, "resume-node", leader_node).ok());
+  const absl::Status late = (*first)->Complete(scope, claim->record.fence, SampleResponse(500));
+  EXPECT_TRUE(absl::IsAborted(late) || absl::IsUnavailable(late)) << late;
+  auto record = (*second)->Get(scope);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->owner, "worker-B");
+  EXPECT_EQ(record->response, SampleResponse(201));
+  // Once the old leader has caught up, reading through it shows the same record.
+  auto through_old = (*first)->Get(scope);
+  if (through_old.ok()) {
+    EXPECT_EQ(through_old->owner, "worker-B");
+  }
+}
+
+}  // namespace
+}  // namespace idem
