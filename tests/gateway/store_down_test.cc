@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "gateway_fixture.h"
 
@@ -61,6 +62,37 @@ TEST_F(StoreDownE2E, LockedStoreIs503WithRetryAfterAndNothingIsForwarded) {
   EXPECT_EQ(after.HeaderCount("Idempotent-Replayed"), 0);
   EXPECT_EQ(Stat("calls"), 2);
 }
+// The lease of a request in flight cannot be renewed (another connection holds the store's write
+// lock, so every heartbeat fails): shortly before the lease would lapse the gateway cancels the
+// upstream call with a 504, rather than let another gateway take the key over while the effect
+// may still run. Once the lease has lapsed, the next retry runs with the same key.
+TEST_F(StoreDownE2E, UnrenewableLeaseCancelsTheUpstreamCallBeforeTheLeaseLapses) {
+  StartGateway({"--lease", "6s", "--upstream-timeout", "5900ms", "--lock-timeout", "100ms"});
+  ASSERT_EQ(Post("before").status, 201);
+  Response cancelled;
+  {
+    std::thread call([&] { cancelled = Post("held", kBody, {{"X-Charges-Hold", "forever"}}); });
+    const bool held = Eventually([&] { return Stat("held") == 1; });
+    WriteLockHolder lock(dir_ + "/idem.db");
+    const bool locked = lock.locked();
+    call.join();
+    ASSERT_TRUE(held);
+    ASSERT_TRUE(locked);
+  }
+  ExpectProblem(cancelled, 504);
+  EXPECT_NE(cancelled.body.find("could not renew"), std::string::npos) << cancelled.body;
+  Response retried;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        retried = Post("held");
+        return retried.status != 409;
+      },
+      std::chrono::seconds(30)));
+  EXPECT_EQ(retried.status, 201) << retried.body;
+  EXPECT_EQ(Stat("calls"), 3);
+  EXPECT_NE(Stats().find(R"("keys":["before","held","held"])"), std::string::npos) << Stats();
+}
+
 // A full disk, made real by a file size limit on the gateway (prlimit --fsize): once the store's
 // write-ahead log reaches it, SQLite reports "database or disk is full". Each claim that cannot be
 // written is a 503 and is not forwarded; the gateway lives on and still answers replays.
