@@ -67,12 +67,25 @@ TEST(NatsPausedLeader, AWokenLeaderNeverRecordsTheOutcomeOfAKeyItsWorkerLost) {
   StoreOptions options;
   options.clock = &clock;
   options.lock_timeout = 3s;
-  auto setup = OpenStore(StoreUriOn(nodes, bucket), options);
-  ASSERT_TRUE(setup.ok()) << setup.status();
+  // The cluster may still be recovering from the test before: wait until it serves.
+  absl::StatusOr<std::unique_ptr<Store>> setup = absl::UnknownError("not opened");
+  ASSERT_TRUE(natstest::Eventually(
+      [&] {
+        setup = OpenStore(StoreUriOn(nodes, bucket), options);
+        return setup.ok();
+      },
+      60s))
+      << setup.status();
   auto admin = natstest::Connect(*urls);
   ASSERT_TRUE(admin.ok()) << admin.status();
-  const std::string leader = Leader((*admin)->js(), "KV_" + bucket);
-  ASSERT_EQ(leader.rfind("idem-n", 0), 0u) << leader;
+  std::string leader;
+  ASSERT_TRUE(natstest::Eventually(
+      [&] {
+        leader = Leader((*admin)->js(), "KV_" + bucket);
+        return leader.rfind("idem-n", 0) == 0;
+      },
+      60s))
+      << leader;
   const int leader_node = std::stoi(leader.substr(6));
   std::vector<std::string> others;
   for (int i = 1; i <= 3; ++i) {
@@ -107,8 +120,15 @@ TEST(NatsPausedLeader, AWokenLeaderNeverRecordsTheOutcomeOfAKeyItsWorkerLost) {
   ASSERT_TRUE(natstest::RunFixture(natstest::Fixture::kCluster, "resume-node", leader_node).ok());
   const absl::Status late = (*first)->Complete(scope, claim->record.fence, SampleResponse(500));
   EXPECT_TRUE(absl::IsAborted(late) || absl::IsUnavailable(late)) << late;
-  auto record = (*second)->Get(scope);
-  ASSERT_TRUE(record.ok()) << record.status();
+  // The woken server rejoins: reads may be Unavailable for a moment.
+  absl::StatusOr<KeyRecord> record = absl::UnknownError("not read");
+  ASSERT_TRUE(natstest::Eventually(
+      [&] {
+        record = (*second)->Get(scope);
+        return record.ok();
+      },
+      60s))
+      << record.status();
   EXPECT_EQ(record->owner, "worker-B");
   EXPECT_EQ(record->response, SampleResponse(201));
   // Once the old leader has caught up, reading through it shows the same record.

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 
 namespace idem::natstest {
 
@@ -83,6 +84,15 @@ absl::StatusOr<std::string> StoreUri(Fixture fixture, std::string_view parameter
     start = comma + 1;
   }
   return fmt::format("nats://{}?{}", hosts, parameters);
+}
+
+bool Eventually(const std::function<bool()>& attempt, std::chrono::seconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (attempt()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return attempt();
 }
 
 std::string FreshBucket(std::string_view prefix) {

@@ -4,6 +4,8 @@
 
 #include <nats/nats.h>
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -58,6 +60,10 @@ std::string Describe(natsStatus status);
 // A store URI on the fixture's servers with `parameters` ("bucket=x&replicas=1").
 // Errors: as ServerUrls.
 absl::StatusOr<std::string> StoreUri(Fixture fixture, std::string_view parameters);
+
+// Calls `attempt` until it returns true or `bound` passes, pausing 100 ms between attempts;
+// returns its last result. For waits on a cluster that recovers (a node restarted by another test).
+bool Eventually(const std::function<bool()>& attempt, std::chrono::seconds bound);
 
 // A bucket name no other test of this run uses ("<prefix>_<pid>_<n>").
 std::string FreshBucket(std::string_view prefix);
