@@ -186,3 +186,38 @@ TEST(NatsStore, SweepLeavesAnExpiredKeyThatWasClaimedAgain) {
 
 }  // namespace
 }  // namespace idem
+
+namespace idem {
+namespace {
+
+// A store handle remembers the in_progress records it wrote, to skip a read before the next
+// fenced write; what it remembers may be stale when another handle (another process) wrote
+// since. Neither way may a stale memory decide: the old holder is refused, the new one accepted.
+TEST(NatsStore, AHandleRememberingAnOlderClaimRefusesItsHolderAndAcceptsTheNewOne) {
+  ManualClock clock;
+  StoreOptions options;
+  options.clock = &clock;
+  const std::string uri = FreshUri();
+  auto a = OpenStore(uri, options);
+  auto b = OpenStore(uri, options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const Scope scope = MakeScope("remembered");
+  auto first = (*a)->Claim(MakeClaim(scope, "worker-1", testing::kFingerprint, 1s));
+  ASSERT_TRUE(first.ok() && first->claimed) << first.status();
+  clock.Advance(2s);
+  auto taken = (*b)->TakeOver(MakeClaim(scope, "worker-2"), first->record.fence);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  // Handle a still remembers worker-1's claim.
+  EXPECT_EQ(CodeOf((*a)->Heartbeat(scope, first->record.fence, 30s)), StatusCode::kAborted);
+  EXPECT_EQ(CodeOf((*a)->Complete(scope, first->record.fence, SampleResponse(500))),
+            StatusCode::kAborted);
+  EXPECT_TRUE((*a)->Heartbeat(scope, taken->fence, 30s).ok());
+  EXPECT_TRUE((*a)->Complete(scope, taken->fence, SampleResponse(201)).ok());
+  auto got = (*b)->Get(scope);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->owner, "worker-2");
+  EXPECT_EQ(got->response, SampleResponse(201));
+}
+
+}  // namespace
+}  // namespace idem

@@ -5,6 +5,32 @@
 #include "store/nats/nats_record.h"
 
 namespace idem::nats {
+namespace {
+
+// Bound of the remembered in_progress records (a claim is remembered until its outcome).
+constexpr size_t kRememberedRecords = 65536;
+
+std::string SlotName(const Slot& slot) { return slot.bucket + "/" + slot.key; }
+
+}  // namespace
+
+void Keyspace::Remember(const Slot& slot, const Current& current) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!current.record.has_value() || current.record->state != KeyState::kInProgress) {
+    in_progress_.erase(SlotName(slot));
+    return;
+  }
+  if (in_progress_.size() >= kRememberedRecords) in_progress_.clear();
+  in_progress_[SlotName(slot)] = current;
+}
+
+std::optional<Current> Keyspace::Remembered(const Scope& scope) {
+  const std::string name = SlotName(Locate(scope));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = in_progress_.find(name);
+  if (it == in_progress_.end() || it->second.record->scope != scope) return std::nullopt;
+  return it->second;
+}
 
 Slot Keyspace::Locate(const Scope& scope) const {
   HashedScope hashed = HashScope(scope, uri_.shards);
@@ -26,6 +52,7 @@ absl::StatusOr<Current> Keyspace::Load(const Scope& scope) {
   }
   if (record->fence == 0) record->fence = FenceOf(entry->revision, slot.shard, uri_.shards);
   current.record = *std::move(record);
+  Remember(slot, current);
   return current;
 }
 
@@ -37,6 +64,7 @@ absl::StatusOr<std::optional<KeyRecord>> Keyspace::Put(const KeyRecord& record, 
   if (!written->has_value()) return std::optional<KeyRecord>();
   std::optional<KeyRecord> stored(record);
   if (stored->fence == 0) stored->fence = FenceOf(**written, slot.shard, uri_.shards);
+  Remember(slot, Current{.revision = **written, .record = stored});
   return stored;
 }
 
@@ -60,6 +88,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> Keyspace::
     } else {
       KeyRecord stored = records[i];
       if (stored.fence == 0) stored.fence = FenceOf(**w, slots[i].shard, uri_.shards);
+      Remember(slots[i], Current{.revision = **w, .record = stored});
       out.push_back(std::optional<KeyRecord>(std::move(stored)));
     }
   }
@@ -68,7 +97,9 @@ absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> Keyspace::
 
 absl::StatusOr<bool> Keyspace::Remove(const Scope& scope, uint64_t expected, bool purge) {
   const Slot slot = Locate(scope);
-  return client_.Delete(slot.bucket, slot.key, expected, purge);
+  absl::StatusOr<bool> removed = client_.Delete(slot.bucket, slot.key, expected, purge);
+  if (removed.ok() && *removed) Remember(slot, Current{});
+  return removed;
 }
 
 absl::StatusOr<std::vector<KeyRecord>> Keyspace::LoadShard(int shard, bool skip_foreign,

@@ -6,8 +6,10 @@
 #define IDEM_STORE_NATS_NATS_KEYSPACE_H_
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -57,14 +59,24 @@ class Keyspace {
   // Deletes the scope's record at revision `expected`; false when the slot moved on.
   absl::StatusOr<bool> Remove(const Scope& scope, uint64_t expected, bool purge);
 
+  // The last in_progress record this Keyspace read or wrote for `scope`, with its revision, if
+  // it still remembers one. Possibly stale: only a conditional write on its revision may act on
+  // it (a write that succeeds proves it was current); never decide a refusal from it.
+  std::optional<Current> Remembered(const Scope& scope);
+
   // Every record of shard `shard` that holds a value, fences resolved. Values that are not idem
   // records are skipped when `skip_foreign`, else FailedPrecondition.
   absl::StatusOr<std::vector<KeyRecord>> LoadShard(int shard, bool skip_foreign,
                                                    std::vector<uint64_t>* revisions);
 
  private:
+  // Keeps `current` for its scope when it is an in_progress record, forgets the scope otherwise.
+  void Remember(const Slot& slot, const Current& current);
+
   JetStreamClient& client_;
   const NatsUri uri_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Current> in_progress_;  // bucket/key -> last seen; bounded
 };
 
 }  // namespace idem::nats

@@ -118,7 +118,14 @@ LeaseWriteResult Fenced(Keyspace& keyspace, const LeaseRules& rules, const Lease
   int64_t now = rules.clock.NowMillis();
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     now = rules.clock.NowMillis();
-    absl::StatusOr<Current> current = keyspace.Load(write.scope);
+    // First try the record this store last wrote or read, if it shows the write's claim (its
+    // conditional write proves it current); any other answer comes from a read.
+    std::optional<Current> remembered;
+    if (attempt == 0) remembered = keyspace.Remembered(write.scope);
+    const bool usable = remembered.has_value() && Live(remembered->record, now) &&
+                        remembered->record->fence == write.fence;
+    absl::StatusOr<Current> current =
+        usable ? absl::StatusOr<Current>(*std::move(remembered)) : keyspace.Load(write.scope);
     if (!current.ok()) return {.status = current.status(), .now_ms = now};
     std::optional<KeyRecord>& record = current->record;
     if (!Live(record, now)) record.reset();
