@@ -22,7 +22,7 @@ trap cleanup EXIT
 "$root/scripts/pg-fixture.sh" start "$state/pg" >/dev/null
 hosts=$(sed 's|nats://||g' "$state/nats/url")
 pg=$(cat "$state/pg/uri")
-run() { "$bench" "$@" "$seconds" "$shape"; }
+run() { "$bench" "$@" "$seconds" "$shape" || echo "$1 $shape threads=$2: failed (above)"; }
 n=0
 for shape in single batch:64; do
   for threads in 1 16; do
