@@ -19,7 +19,8 @@
 # Readiness is polled, never slept for: each node's /healthz (monitoring port) must answer 200,
 # which nats-server 2.9 does only once JetStream is up and, in a cluster, a meta leader is known.
 # With IDEM_NATS_JETSTREAM=off, start runs servers without JetStream (for the tests of that
-# error). Servers run with a max payload of 8 MiB (stored responses travel in one message). On failure it
+# error). Servers run with a max payload of 8 MiB (stored responses travel in one message), or
+# IDEM_NATS_MAX_PAYLOAD (e.g. 64KB, for the relay's test of a message over it). On failure it
 # prints why (the log's tail) and exits non-zero. Needs nats-server (Debian package
 # 'nats-server', or IDEM_NATS_SERVER=/path) and curl; no terminal.
 set -euo pipefail
@@ -67,7 +68,7 @@ write_config() {
     echo "server_name: idem-n$i"
     echo "listen: 127.0.0.1:${client[$i]}"
     echo "http: 127.0.0.1:${http[$i]}"
-    echo "max_payload: 8MB"
+    echo "max_payload: ${IDEM_NATS_MAX_PAYLOAD:-8MB}"
     echo "pid_file: \"$dir/server.pid\""
     if [[ "${IDEM_NATS_JETSTREAM:-on}" != off ]]; then
       echo "jetstream { store_dir: \"$dir/store\", max_memory_store: 256MB, max_file_store: 4GB }"

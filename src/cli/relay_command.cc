@@ -15,6 +15,9 @@
 #include "idem/retry/duration.h"
 #include "idem/store.h"
 #include "relay/http_sink.h"
+#ifdef IDEM_RELAY_WITH_NATS
+#include "relay/nats_sink.h"
+#endif
 #include "relay/relay_admin.h"
 #ifdef IDEM_RELAY_WITH_POSTGRES
 #include "relay/pg_notify_wake.h"
@@ -45,15 +48,18 @@ constexpr const char* kFooter = R"(Exit status:
 Examples:
   idem relay --store sqlite:./idem.db --sink http --url http://127.0.0.1:9000/hooks \
              --secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+  idem relay --store postgresql://idem@127.0.0.1/idem --sink nats \
+             --url nats://127.0.0.1:4222 --subject-prefix idem.events --admin 127.0.0.1:9101
   IDEM_WEBHOOK_SECRET=whsec_... idem relay --store postgresql://idem@127.0.0.1/idem \
              --sink http --url https://hooks.example.com/idem --batch 200)";
 
 struct RelayFlags {
-  std::string store, sink, url, secret, lock_timeout, admin;
+  std::string store, sink, url, secret, lock_timeout, admin, subject_prefix;
   std::string timeout = "10s", lease = "30s", poll = "1s", retention = "24h";
   std::string backoff_base = "1s", backoff_cap = "5m", jitter = "full";
   int64_t batch = 100;
   int max_attempts = 10;
+  int max_in_flight = 256;
   bool let_dead_pass = false, once = false, wait = false, no_listen = false;
 };
 
@@ -94,10 +100,7 @@ absl::StatusOr<relay::RelayOptions> MakeOptions(const RelayFlags& f) {
   return o;
 }
 
-absl::StatusOr<std::unique_ptr<relay::Sink>> MakeSink(const RelayFlags& f, Millis timeout) {
-  if (f.sink != "http") {
-    return absl::InvalidArgumentError(fmt::format("--sink '{}' is not known: use http", f.sink));
-  }
+absl::StatusOr<std::unique_ptr<relay::Sink>> MakeHttpSink(const RelayFlags& f, Millis timeout) {
   if (f.url.empty()) return absl::InvalidArgumentError("--sink http needs --url");
   std::string secret = f.secret;
   if (secret.empty()) {
@@ -111,6 +114,29 @@ absl::StatusOr<std::unique_ptr<relay::Sink>> MakeSink(const RelayFlags& f, Milli
   auto sink = relay::HttpSink::Create({.url = f.url, .secret = secret, .timeout = timeout});
   if (!sink.ok()) return sink.status();
   return std::unique_ptr<relay::Sink>(std::move(*sink));
+}
+
+absl::StatusOr<std::unique_ptr<relay::Sink>> MakeSink(const RelayFlags& f, Millis timeout) {
+  if (f.sink == "http") return MakeHttpSink(f, timeout);
+  if (f.sink != "nats") {
+    return absl::InvalidArgumentError(
+        fmt::format("--sink '{}' is not known: use http or nats", f.sink));
+  }
+#ifdef IDEM_RELAY_WITH_NATS
+  if (f.url.empty()) return absl::InvalidArgumentError("--sink nats needs --url nats://HOST:PORT");
+  if (f.subject_prefix.empty()) {
+    return absl::InvalidArgumentError("--sink nats needs --subject-prefix (e.g. idem.events)");
+  }
+  auto sink = relay::NatsSink::Create({.url = f.url,
+                                       .subject_prefix = f.subject_prefix,
+                                       .timeout = timeout,
+                                       .max_pending = f.max_in_flight});
+  if (!sink.ok()) return sink.status();
+  return std::unique_ptr<relay::Sink>(std::move(*sink));
+#else
+  return absl::InvalidArgumentError(
+      "--sink nats: this idem was built without NATS (IDEM_WITH_NATS)");
+#endif
 }
 
 // PostgreSQL: the LISTEN connection that wakes the relay at a commit, or null to poll only
@@ -238,12 +264,19 @@ void AddRelayCommand(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("relay", "Publish the outbox, at least once, in order");
   cmd->footer(kFooter);
   cmd->add_option("--store", f->store, "The store: sqlite:PATH or postgresql://...")->required();
-  cmd->add_option("--sink", f->sink, "Where messages go: http")->required();
-  cmd->add_option("--url", f->url, "http: the endpoint each message is POSTed to");
+  cmd->add_option("--sink", f->sink, "Where messages go: http or nats")->required();
+  cmd->add_option("--url", f->url,
+                  "http: the endpoint each message is POSTed to; nats: nats://HOST:PORT");
   cmd->add_option("--secret", f->secret,
                   "http: whsec_<base64> signing key (default: $IDEM_WEBHOOK_SECRET)");
+  cmd->add_option("--subject-prefix", f->subject_prefix,
+                  "nats: messages go to PREFIX.<topic> (JetStream must capture it)");
+  cmd->add_option("--max-in-flight", f->max_in_flight,
+                  "nats: publish acknowledgements outstanding at once (256)");
   cmd->add_option("--batch", f->batch, "Messages claimed at once (100)");
-  cmd->add_option("--timeout", f->timeout, "Per message, connecting included (10s)");
+  cmd->add_option(
+      "--timeout", f->timeout,
+      "http: per message, connecting included; nats: per wave of acknowledgements (10s)");
   cmd->add_option("--max-attempts", f->max_attempts, "Attempts before a message is dead (10)");
   cmd->add_option("--backoff-base", f->backoff_base, "First retry's ceiling (1s)");
   cmd->add_option("--backoff-cap", f->backoff_cap, "Longest wait between attempts (5m)");

@@ -30,17 +30,33 @@ absl::StatusOr<std::vector<OutboxRecord>> Decode(const std::vector<SqlRow>& rows
   return records;
 }
 
-absl::Status Record(Transaction& tx, const Outcome& outcome, int64_t now_ms) {
+// Marks the messages `seqs` sent at `now_ms`, in one statement: the seqs go as one JSON array.
+absl::Status RecordSent(Transaction& tx, Dialect dialect, const std::vector<int64_t>& seqs,
+                        int64_t now_ms) {
+  if (seqs.empty()) return absl::OkStatus();
+  std::string list = "[";
+  for (int64_t seq : seqs) {
+    if (list.size() > 1) list += ',';
+    list += std::to_string(seq);
+  }
+  list += ']';
+  const std::string_view each = dialect == Dialect::kPostgres
+                                    ? "SELECT jsonb_array_elements_text($1::jsonb)::bigint"
+                                    : "SELECT value FROM json_each($1)";
+  const SqlValue params[] = {list, now_ms};
+  return tx
+      .Execute(fmt::format("UPDATE idem_outbox SET state = 'sent', sent_ms = $2, attempts = "
+                           "attempts + 1, last_error = '' WHERE state = 'pending' AND seq IN ({})",
+                           each),
+               params)
+      .status();
+}
+
+// Records a failed attempt (kRetry or kDead).
+absl::Status Record(Transaction& tx, const Outcome& outcome) {
   switch (outcome.kind) {
-    case Outcome::Kind::kSent: {
-      const SqlValue params[] = {outcome.seq, now_ms};
-      return tx
-          .Execute(
-              "UPDATE idem_outbox SET state = 'sent', sent_ms = $2, attempts = "
-              "attempts + 1, last_error = '' WHERE seq = $1 AND state = 'pending'",
-              params)
-          .status();
-    }
+    case Outcome::Kind::kSent:
+      return absl::InternalError("sent messages are recorded by RecordSent");
     case Outcome::Kind::kRetry: {
       const SqlValue params[] = {outcome.seq, outcome.next_attempt_ms, outcome.error};
       return tx
@@ -131,9 +147,15 @@ absl::Status RelayStore::Finish(const Batch& batch, const std::vector<Outcome>& 
   return outbox::InTransaction(
              store_,
              [&](StoreTransaction& tx) -> absl::StatusOr<bool> {
+               std::vector<int64_t> sent;
                for (const Outcome& outcome : outcomes) {
-                 IDEM_RETURN_IF_ERROR(Record(tx, outcome, now_ms));
+                 if (outcome.kind == Outcome::Kind::kSent) {
+                   sent.push_back(outcome.seq);
+                 } else {
+                   IDEM_RETURN_IF_ERROR(Record(tx, outcome));
+                 }
                }
+               IDEM_RETURN_IF_ERROR(RecordSent(tx, dialect_, sent, now_ms));
                if (!batch.token.empty()) {
                  const SqlValue params[] = {batch.token};
                  IDEM_RETURN_IF_ERROR(tx.Execute("UPDATE idem_outbox_leases SET lease_until_ms = 0 "
