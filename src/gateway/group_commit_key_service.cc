@@ -31,6 +31,24 @@ void Deliver(Item& item, KeyOpResult result) {
                     });
 }
 
+// Hands each item its result, with one post per distinct executor rather than one per item: a
+// post from this thread may wake an io thread, and a batch's callers share a few io threads.
+void DeliverAll(std::vector<Item>& items, std::vector<KeyOpResult> results) {
+  std::vector<bool> sent(items.size(), false);
+  for (size_t first = 0; first < items.size(); ++first) {
+    if (sent[first]) continue;
+    std::vector<std::pair<KeyService::Done, KeyOpResult>> group;
+    for (size_t i = first; i < items.size(); ++i) {
+      if (sent[i] || items[i].executor != items[first].executor) continue;
+      group.emplace_back(std::move(items[i].done), std::move(results[i]));
+      sent[i] = true;
+    }
+    boost::asio::post(items[first].executor, [group = std::move(group)]() mutable {
+      for (auto& [done, result] : group) done(std::move(result));
+    });
+  }
+}
+
 KeyOpResult RunGet(Store& store, const Scope& scope) {
   absl::StatusOr<KeyRecord> record = store.Get(scope);
   if (!record.ok()) return {.status = record.status()};
@@ -140,12 +158,15 @@ class GroupCommitKeyService final : public KeyService {
       metrics_.failed_commits.fetch_add(1, std::memory_order_relaxed);
       spdlog::warn("a batch of {} key writes failed: {}", batch.size(),
                    results.status().ToString());
-      for (Item& item : batch) Deliver(item, {.status = results.status()});
+      DeliverAll(batch, std::vector<KeyOpResult>(batch.size(), {.status = results.status()}));
       return;
     }
     metrics_.commits.fetch_add(1, std::memory_order_relaxed);
-    for (size_t i = 0; i < batch.size(); ++i)
-      Deliver(batch[i], FromLeaseWriteResult(std::move((*results)[i])));
+    std::vector<KeyOpResult> answers;
+    answers.reserve(batch.size());
+    for (LeaseWriteResult& result : *results)
+      answers.push_back(FromLeaseWriteResult(std::move(result)));
+    DeliverAll(batch, std::move(answers));
   }
 
   Store& store_;

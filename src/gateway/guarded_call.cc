@@ -68,17 +68,6 @@ std::optional<GuardedAnswer> FromRecord(GatewayContext& ctx, const GuardedReques
   return GuardedAnswer{ReplayResponse(record.response), Decision::kReplayed};
 }
 
-// A reader's look at the key before any write: a finished outcome answers the request (replay or
-// 422) without the write lock; nullopt when the key is absent or in flight (then claim).
-asio::awaitable<std::optional<GuardedAnswer>> LookUp(GatewayContext& ctx,
-                                                     const GuardedRequest& guarded) {
-  KeyOp op{.kind = KeyOp::Kind::kGet, .scope = guarded.scope};
-  KeyOpResult got = co_await AwaitKeyOp(ctx, std::move(op));
-  if (absl::IsNotFound(got.status)) co_return std::nullopt;
-  if (!got.status.ok()) co_return StoreFailure(got.status);
-  co_return FromRecord(ctx, guarded, got.record);
-}
-
 // Waits (reading, never writing) for the holder of `claim` to finish, until `wait_until`: its
 // outcome's replay (or 422), a 409 when the wait bound passes first, or nullopt when the key
 // should be claimed again (released, changed hands, or its lease may have lapsed).
@@ -207,9 +196,11 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
                                           const Route& route, const GuardedRequest& guarded,
                                           http::request<http::string_body> request,
                                           const std::string& request_id) {
+  // A finished outcome not in memory is answered by the claim itself: in the next batch the claim
+  // finds the record and writes nothing. A read first would cost every new key a second trip to
+  // the store threads for nothing.
   if (std::shared_ptr<const CachedOutcome> cached = ctx.cache.Find(guarded.scope))
     co_return FromOutcome(*cached, guarded.fingerprint);
-  if (std::optional<GuardedAnswer> found = co_await LookUp(ctx, guarded)) co_return *found;
   const auto wait_until =
       Steady::now() + (route.in_flight == InFlightPolicy::kWait ? route.wait_max : Millis(0));
   for (;;) {

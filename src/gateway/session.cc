@@ -158,11 +158,10 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool,
 
 void LogRequest(const std::string& id, std::string_view method, std::string_view target,
                 const Outcome& outcome, SteadyClock::duration took) {
-  if (outcome.decision == Decision::kPassThrough && !spdlog::should_log(spdlog::level::debug))
-    return;
-  spdlog::info("{} {} {} -> {} {} in {:.1f} ms", id, method, target, outcome.status,
-               DecisionName(outcome.decision),
-               std::chrono::duration<double, std::milli>(took).count());
+  if (!spdlog::should_log(spdlog::level::debug)) return;
+  spdlog::debug("{} {} {} -> {} {} in {:.1f} ms", id, method, target, outcome.status,
+                DecisionName(outcome.decision),
+                std::chrono::duration<double, std::milli>(took).count());
 }
 
 }  // namespace
