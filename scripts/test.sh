@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
-# Line tables only (-g1): sanitizer reports still name file and line, and the build takes about
-# half the time of full debug information on CI's two cores.
+# Line tables only (-g1): sanitizer reports still name file and line, and the heaviest objects
+# compile 10-35% faster than with full debug information on CI's two cores.
 cmake --preset dev -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1
 cmake --build --preset dev -j "$jobs"
 ctest --preset dev -j "$jobs"
