@@ -1,7 +1,5 @@
 #include "cli/cli_output.h"
 
-#include <openssl/evp.h>
-
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -27,15 +25,6 @@ std::string Age(int64_t from_ms, int64_t to_ms) {
 
 bool IsText(std::string_view bytes) {
   return core::FindInvalidUtf8(bytes) == std::string_view::npos;
-}
-
-std::string Base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
 }
 
 }  // namespace idem::cli

@@ -21,9 +21,6 @@ std::string Age(int64_t from_ms, int64_t to_ms);
 // true when `bytes` are valid UTF-8 (shown as text; otherwise as Base64).
 bool IsText(std::string_view bytes);
 
-// `bytes` in standard Base64 with padding.
-std::string Base64(std::string_view bytes);
-
 }  // namespace idem::cli
 
 #endif  // IDEM_CLI_CLI_OUTPUT_H_

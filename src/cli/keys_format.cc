@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cli/cli_output.h"
+#include "core/base64.h"
 #include "idem/retry/duration.h"
 
 namespace idem::cli {
@@ -85,7 +86,7 @@ std::string KeyRecordJson(const KeyRecord& r, int64_t now_ms, bool with_response
     if (IsText(r.response.body)) {
       res["body"] = r.response.body;
     } else {
-      res["body_base64"] = Base64(r.response.body);
+      res["body_base64"] = core::EncodeBase64(r.response.body);
     }
     o["response"] = std::move(res);
   }

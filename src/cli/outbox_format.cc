@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cli/cli_output.h"
+#include "core/base64.h"
 #include "idem/retry/duration.h"
 
 namespace idem::cli {
@@ -84,7 +85,7 @@ std::string OutboxRecordJson(const OutboxRecord& r, bool with_payload) {
     if (IsText(r.payload)) {
       o["payload"] = r.payload;
     } else {
-      o["payload_base64"] = Base64(r.payload);
+      o["payload_base64"] = core::EncodeBase64(r.payload);
     }
   }
   return boost::json::serialize(o);

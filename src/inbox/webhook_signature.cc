@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <optional>
 
+#include "core/base64.h"
+
 namespace idem {
 namespace {
 
@@ -36,15 +38,6 @@ std::optional<std::string> DecodeBase64(std::string_view text) {
                                 static_cast<int>(padded.size()));
   if (n < 0) return std::nullopt;
   out.resize(static_cast<size_t>(n) - (padded.size() - text.size()));  // padding decodes as 0s
-  return out;
-}
-
-std::string EncodeBase64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
   return out;
 }
 
@@ -81,7 +74,7 @@ absl::StatusOr<std::string> DecodeWebhookSecret(std::string_view secret) {
 
 std::string SignWebhook(std::string_view key, std::string_view id, int64_t timestamp_seconds,
                         std::string_view body) {
-  return "v1," + EncodeBase64(Mac(key, id, std::to_string(timestamp_seconds), body));
+  return "v1," + core::EncodeBase64(Mac(key, id, std::to_string(timestamp_seconds), body));
 }
 
 absl::Status VerifyWebhook(std::string_view key, std::string_view id, std::string_view timestamp,
