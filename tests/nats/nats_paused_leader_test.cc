@@ -24,18 +24,6 @@ using testing::MakeClaim;
 using testing::MakeScope;
 using testing::SampleResponse;
 
-std::vector<std::string> Split(const std::string& urls) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= urls.size()) {
-    size_t comma = urls.find(',', start);
-    if (comma == std::string::npos) comma = urls.size();
-    out.push_back(urls.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
 // The name of the stream's leader ("idem-nI"), or "" while there is none.
 std::string Leader(jsCtx* js, const std::string& stream) {
   jsStreamInfo* info = nullptr;
@@ -48,19 +36,10 @@ std::string Leader(jsCtx* js, const std::string& stream) {
   return leader;
 }
 
-std::string StoreUriOn(const std::vector<std::string>& nodes, const std::string& bucket) {
-  std::string hosts;
-  for (const std::string& node : nodes) {
-    if (!hosts.empty()) hosts += ',';
-    hosts += node.substr(std::string("nats://").size());
-  }
-  return "nats://" + hosts + "?replicas=3&bucket=" + bucket;
-}
-
 TEST(NatsPausedLeader, AWokenLeaderNeverRecordsTheOutcomeOfAKeyItsWorkerLost) {
   absl::StatusOr<std::string> urls = natstest::ServerUrls(natstest::Fixture::kCluster);
   ASSERT_TRUE(urls.ok()) << urls.status();
-  const std::vector<std::string> nodes = Split(*urls);
+  const std::vector<std::string> nodes = natstest::SplitUrls(*urls);
   ASSERT_EQ(nodes.size(), 3u);
   const std::string bucket = natstest::FreshBucket("paused");
   ManualClock clock;
@@ -71,7 +50,7 @@ TEST(NatsPausedLeader, AWokenLeaderNeverRecordsTheOutcomeOfAKeyItsWorkerLost) {
   absl::StatusOr<std::unique_ptr<Store>> setup = absl::UnknownError("not opened");
   ASSERT_TRUE(natstest::Eventually(
       [&] {
-        setup = OpenStore(StoreUriOn(nodes, bucket), options);
+        setup = OpenStore(natstest::StoreUriOn(nodes, "replicas=3&bucket=" + bucket), options);
         return setup.ok();
       },
       60s))
@@ -91,9 +70,11 @@ TEST(NatsPausedLeader, AWokenLeaderNeverRecordsTheOutcomeOfAKeyItsWorkerLost) {
   for (int i = 1; i <= 3; ++i) {
     if (i != leader_node) others.push_back(nodes[i - 1]);
   }
-  auto first = OpenStore(StoreUriOn({nodes[leader_node - 1]}, bucket), options);  // the leader only
+  auto first =
+      OpenStore(natstest::StoreUriOn({nodes[leader_node - 1]}, "replicas=3&bucket=" + bucket),
+                options);  // the leader only
   ASSERT_TRUE(first.ok()) << first.status();
-  auto second = OpenStore(StoreUriOn(others, bucket), options);
+  auto second = OpenStore(natstest::StoreUriOn(others, "replicas=3&bucket=" + bucket), options);
   ASSERT_TRUE(second.ok()) << second.status();
   auto others_admin = natstest::Connect(others[0] + "," + others[1]);
   ASSERT_TRUE(others_admin.ok()) << others_admin.status();

@@ -71,19 +71,7 @@ absl::StatusOr<std::unique_ptr<JetStream>> Connect(std::string_view urls) {
 absl::StatusOr<std::string> StoreUri(Fixture fixture, std::string_view parameters) {
   absl::StatusOr<std::string> urls = ServerUrls(fixture);
   if (!urls.ok()) return urls.status();
-  // The fixture writes nats://a:1,nats://b:2; the store URI names the scheme once.
-  std::string hosts;
-  size_t start = 0;
-  while (start < urls->size()) {
-    size_t comma = urls->find(',', start);
-    if (comma == std::string::npos) comma = urls->size();
-    std::string_view url = std::string_view(*urls).substr(start, comma - start);
-    if (url.starts_with("nats://")) url.remove_prefix(7);
-    if (!hosts.empty()) hosts += ',';
-    hosts += url;
-    start = comma + 1;
-  }
-  return fmt::format("nats://{}?{}", hosts, parameters);
+  return StoreUriOn(SplitUrls(*urls), parameters);
 }
 
 bool Eventually(const std::function<bool()>& attempt, std::chrono::seconds bound) {
@@ -93,6 +81,40 @@ bool Eventually(const std::function<bool()>& attempt, std::chrono::seconds bound
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return attempt();
+}
+
+std::vector<std::string> SplitUrls(const std::string& urls) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < urls.size()) {
+    size_t comma = urls.find(',', start);
+    if (comma == std::string::npos) comma = urls.size();
+    out.push_back(urls.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string StoreUriOn(const std::vector<std::string>& nodes, std::string_view parameters) {
+  std::string hosts;
+  for (std::string_view node : nodes) {
+    if (node.starts_with("nats://")) node.remove_prefix(7);
+    if (!hosts.empty()) hosts += ',';
+    hosts += node;
+  }
+  return fmt::format("nats://{}?{}", hosts, parameters);
+}
+
+int StreamLeader(jsCtx* js, const std::string& stream) {
+  jsStreamInfo* info = nullptr;
+  std::string leader;
+  if (js_GetStreamInfo(&info, js, stream.c_str(), nullptr, nullptr) == NATS_OK &&
+      info->Cluster != nullptr && info->Cluster->Leader != nullptr) {
+    leader = info->Cluster->Leader;
+  }
+  jsStreamInfo_Destroy(info);
+  if (!leader.starts_with("idem-n")) return 0;
+  return std::atoi(leader.c_str() + 6);
 }
 
 std::string FreshBucket(std::string_view prefix) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -64,6 +65,16 @@ absl::StatusOr<std::string> StoreUri(Fixture fixture, std::string_view parameter
 // Calls `attempt` until it returns true or `bound` passes, pausing 100 ms between attempts;
 // returns its last result. For waits on a cluster that recovers (a node restarted by another test).
 bool Eventually(const std::function<bool()>& attempt, std::chrono::seconds bound);
+
+// The fixture's client URLs one by one ("nats://127.0.0.1:P").
+std::vector<std::string> SplitUrls(const std::string& urls);
+
+// A store URI on the servers `nodes` (client URLs as SplitUrls returns) with `parameters`.
+std::string StoreUriOn(const std::vector<std::string>& nodes, std::string_view parameters);
+
+// The number (1-based, from its name "idem-nI") of the server leading `stream`, or 0 while the
+// stream has no leader or cannot be asked.
+int StreamLeader(jsCtx* js, const std::string& stream);
 
 // A bucket name no other test of this run uses ("<prefix>_<pid>_<n>").
 std::string FreshBucket(std::string_view prefix);

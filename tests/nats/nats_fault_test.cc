@@ -1,0 +1,183 @@
+// Faults of the three-node cluster at the scale, on the private "nats_quorum" cluster: two
+// worker processes (idem-nats-key-worker) of 16 threads each claim and complete the same 2,000
+// keys, each effect appending a line to its process's file, while the test kills, pauses and
+// restarts servers. In every case, once the workers are done (CheckRun): every key is completed
+// and replays its stored answer to a new claim, the answer names exactly one effect, and every
+// other effect of a key belongs to a claim that lost the key and never completed it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "idem/store.h"
+#include "nats_test_support.h"
+#include "nats_worker_run.h"
+
+namespace idem {
+namespace {
+
+using namespace std::chrono_literals;
+using natstest::Fixture;
+using natstest::Worker;
+using natstest::WorkerRun;
+using natstest::WorkerStats;
+
+constexpr int kKeys = 2000;
+constexpr int kThreads = 16;
+
+// Holds while `field` summed over the workers is at least `at_least`.
+auto TotalAtLeast(int64_t WorkerStats::*field, int64_t at_least) {
+  return [=](const std::vector<Worker>& workers) {
+    int64_t total = 0;
+    for (const Worker& w : workers) total += w.stats.*field;
+    return total >= at_least;
+  };
+}
+
+class NatsTwoProcessFault : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::string> urls = natstest::ServerUrls(Fixture::kCluster);
+    ASSERT_TRUE(urls.ok()) << urls.status();
+    nodes_ = natstest::SplitUrls(*urls);
+    ASSERT_EQ(nodes_.size(), 3u);
+    bucket_ = natstest::FreshBucket("fault");
+    uri_ = natstest::StoreUriOn(nodes_, "replicas=3&bucket=" + bucket_);
+    // The cluster may still be recovering from the test before: wait until it serves (opening
+    // the store creates the bucket).
+    absl::StatusOr<std::unique_ptr<Store>> store = absl::UnknownError("not opened");
+    ASSERT_TRUE(natstest::Eventually(
+        [&] {
+          store = OpenStore(uri_);
+          return store.ok();
+        },
+        60s))
+        << store.status();
+    auto admin = natstest::Connect(*urls);
+    ASSERT_TRUE(admin.ok()) << admin.status();
+    ASSERT_TRUE(natstest::Eventually(
+        [&] { return (leader_ = natstest::StreamLeader((*admin)->js(), "KV_" + bucket_)) > 0; },
+        60s));
+    run_ = std::make_unique<WorkerRun>(::testing::TempDir() + bucket_, kThreads, kKeys);
+    started_ = std::chrono::steady_clock::now();
+  }
+
+  void TearDown() override {
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started_);
+    std::printf(
+        "run and checks took %.1f s; claimed %lld, completed %lld, taken over %lld, "
+        "lost %lld, unavailable %lld\n",
+        static_cast<double>(took.count()) / 1000,
+        static_cast<long long>(run_->Total(&WorkerStats::claimed)),
+        static_cast<long long>(run_->Total(&WorkerStats::completed)),
+        static_cast<long long>(run_->Total(&WorkerStats::takeovers)),
+        static_cast<long long>(run_->Total(&WorkerStats::lost)),
+        static_cast<long long>(run_->Total(&WorkerStats::unavailable)));
+    run_.reset();  // kills workers a failed assertion left running
+  }
+
+  void Cluster(const char* command, int node) {
+    ASSERT_TRUE(natstest::RunFixture(Fixture::kCluster, command, node).ok()) << command;
+  }
+
+  std::vector<std::string> nodes_;
+  std::string bucket_;
+  std::string uri_;
+  int leader_ = 0;
+  std::unique_ptr<WorkerRun> run_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+TEST_F(NatsTwoProcessFault, LeaderKilledAndRestartedMidRunEveryEffectRunsOnceNothingLost) {
+  run_->Start("p1", uri_, 60s);
+  run_->Start("p2", uri_, 60s);
+  ASSERT_TRUE(run_->RunUntil(TotalAtLeast(&WorkerStats::completed, kKeys / 4), 60s));
+  Cluster("kill-node", leader_);
+  ASSERT_TRUE(run_->RunUntil(TotalAtLeast(&WorkerStats::completed, kKeys * 3 / 4), 60s));
+  Cluster("start-node", leader_);
+  ASSERT_TRUE(run_->Finish(120s));
+  const natstest::RunOutcome outcome = natstest::CheckRun(*run_, uri_);
+  EXPECT_EQ(outcome.effects, kKeys);  // no lease lapsed (60 s): no effect ran twice
+  EXPECT_EQ(outcome.superseded, 0);
+}
+
+TEST_F(NatsTwoProcessFault, WokenLeaderNeverCompletesAKeyItsWorkerLost) {
+  // "near" talks only to the leader; "far" only to the other two. Leases of 3 s lapse while the
+  // leader is paused, so far takes over the keys near holds; near, woken, must be refused.
+  std::vector<std::string> others;
+  for (int i = 1; i <= 3; ++i) {
+    if (i != leader_) others.push_back(nodes_[static_cast<size_t>(i - 1)]);
+  }
+  auto others_admin = natstest::Connect(others[0] + "," + others[1]);
+  ASSERT_TRUE(others_admin.ok()) << others_admin.status();
+  const std::string bucket = "replicas=3&bucket=" + bucket_;
+  run_->Start("near", natstest::StoreUriOn({nodes_[static_cast<size_t>(leader_ - 1)]}, bucket), 3s);
+  run_->Start("far", natstest::StoreUriOn(others, bucket), 3s);
+  ASSERT_TRUE(run_->RunUntil(TotalAtLeast(&WorkerStats::completed, kKeys / 4), 60s));
+  Cluster("pause-node", leader_);
+  // Paused past an election: the other two elect a leader, and far takes over near's keys.
+  auto last_asked = std::chrono::steady_clock::now() - 1s;
+  bool elected = false;
+  ASSERT_TRUE(run_->RunUntil(
+      [&](const std::vector<Worker>& workers) {
+        if (!elected && std::chrono::steady_clock::now() - last_asked > 200ms) {
+          last_asked = std::chrono::steady_clock::now();
+          const int now = natstest::StreamLeader((*others_admin)->js(), "KV_" + bucket_);
+          elected = now > 0 && now != leader_;
+        }
+        return elected && workers[1].stats.takeovers > 0;
+      },
+      60s))
+      << "elected: " << elected;
+  Cluster("resume-node", leader_);
+  ASSERT_TRUE(run_->Finish(120s));
+  const natstest::RunOutcome outcome = natstest::CheckRun(*run_, uri_);
+  EXPECT_GT(run_->workers()[0].stats.lost, 0) << "no woken worker was refused a key it lost";
+  EXPECT_EQ(outcome.superseded, run_->Total(&WorkerStats::lost));
+  EXPECT_EQ(outcome.effects, kKeys + outcome.superseded);
+}
+
+TEST_F(NatsTwoProcessFault, TwoOfThreeServersDownEveryWriteUnavailableThenTheRunFinishes) {
+  run_->Start("p1", uri_, 60s);
+  run_->Start("p2", uri_, 60s);
+  ASSERT_TRUE(run_->RunUntil(TotalAtLeast(&WorkerStats::completed, kKeys / 4), 60s));
+  std::vector<int> killed;
+  for (int i = 1; i <= 3 && killed.size() < 2; ++i) {
+    if (i != leader_) killed.push_back(i);  // the leader stays, without a quorum
+  }
+  for (int node : killed) Cluster("kill-node", node);
+  // Once both processes have met the outage, no write succeeds until the servers are back. Each
+  // process prints its events in order, and a write times out (Unavailable) only after
+  // lock_timeout (2 s): a process's new Unavailable comes after its last write that went through
+  // before the quorum was lost.
+  const auto writes = [&] {
+    return run_->Total(&WorkerStats::claimed) + run_->Total(&WorkerStats::completed) +
+           run_->Total(&WorkerStats::takeovers);
+  };
+  const auto each_more_unavailable = [&](int64_t more) {
+    std::vector<int64_t> at_least;
+    for (const Worker& w : run_->workers()) at_least.push_back(w.stats.unavailable + more);
+    return [at_least](const std::vector<Worker>& workers) {
+      for (size_t i = 0; i < workers.size(); ++i) {
+        if (workers[i].stats.unavailable < at_least[i]) return false;
+      }
+      return true;
+    };
+  };
+  ASSERT_TRUE(run_->RunUntil(each_more_unavailable(kThreads / 2), 60s));
+  const int64_t writes_before = writes();
+  ASSERT_TRUE(run_->RunUntil(each_more_unavailable(kThreads / 2), 60s));
+  EXPECT_EQ(writes(), writes_before) << "a write succeeded without a quorum";
+  for (int node : killed) Cluster("start-node", node);
+  ASSERT_TRUE(run_->Finish(120s));
+  const natstest::RunOutcome outcome = natstest::CheckRun(*run_, uri_);
+  EXPECT_EQ(outcome.effects, kKeys);
+  EXPECT_EQ(outcome.superseded, 0);
+}
+
+}  // namespace
+}  // namespace idem
