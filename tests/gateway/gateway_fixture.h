@@ -1,10 +1,12 @@
 // The fixture every gateway end-to-end test builds on: the real examples/charges upstream on a
 // free port, a fresh store, and helpers to start the real idem binary in front of it. The store
-// is a SQLite file, or a fresh schema on the "postgres" CTest fixture's server when the binary runs
-// with IDEM_E2E_STORE=postgres in its environment: tests/gateway/CMakeLists.txt builds the test
-// files once and registers them twice, the second time with that variable and the test prefix
-// "Postgres". store_down_test.cc, whose tests differ by store, is compiled twice instead (with
-// IDEM_E2E_POSTGRES defined for PostgreSQL); E2E_SUITE(Name) names its PostgreSQL suites.
+// is a SQLite file; a fresh schema on the "postgres" CTest fixture's server when the binary runs
+// with IDEM_E2E_STORE=postgres in its environment; a fresh R=3 bucket on the "nats_cluster"
+// fixture's three-node JetStream cluster with IDEM_E2E_STORE=nats. tests/gateway/CMakeLists.txt
+// builds the test files once and registers them on each store, with the test prefixes "Postgres"
+// and "Nats" on the second and third. store_down_test.cc, whose tests differ by store, is compiled
+// twice instead (with IDEM_E2E_POSTGRES defined for PostgreSQL); E2E_SUITE(Name) names its
+// PostgreSQL suites.
 #ifndef IDEM_TESTS_GATEWAY_GATEWAY_FIXTURE_H_
 #define IDEM_TESTS_GATEWAY_GATEWAY_FIXTURE_H_
 
@@ -21,6 +23,9 @@
 #include "e2e_support.h"
 #ifdef IDEM_E2E_WITH_POSTGRES
 #include "pg_test_support.h"
+#endif
+#ifdef IDEM_E2E_WITH_NATS
+#include "nats_test_support.h"
 #endif
 #ifdef IDEM_E2E_POSTGRES
 #define E2E_SUITE(name) Postgres##name
@@ -45,6 +50,12 @@ class GatewayFixture : public ::testing::Test {
 #endif
   }
 
+  // Whether this run's store is the NATS cluster (see the top of this file).
+  static bool OnNats() {
+    const char* store = std::getenv("IDEM_E2E_STORE");
+    return store != nullptr && std::string_view(store) == "nats";
+  }
+
   void SetUp() override {
     char dir[] = "/tmp/idem-gateway-e2e-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
@@ -62,6 +73,15 @@ class GatewayFixture : public ::testing::Test {
       store_ = fresh->uri;
 #else
       FAIL() << "IDEM_E2E_STORE=postgres, but this test binary was built without PostgreSQL";
+#endif
+    } else if (OnNats()) {
+#ifdef IDEM_E2E_WITH_NATS
+      auto uri = natstest::StoreUri(natstest::Fixture::kCluster,
+                                    "replicas=3&bucket=" + natstest::FreshBucket("e2e"));
+      ASSERT_TRUE(uri.ok()) << uri.status();
+      store_ = *uri;
+#else
+      FAIL() << "IDEM_E2E_STORE=nats, but this test binary was built without the NATS store";
 #endif
     } else {
       store_ = "sqlite:" + dir_ + "/idem.db";

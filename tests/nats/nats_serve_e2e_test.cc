@@ -88,5 +88,27 @@ TEST_F(NatsServeE2E, ManyKeysSpreadOverShardsAreEachChargedOnce) {
   EXPECT_EQ(Stat("charges"), 20);
 }
 
+// On JetStream the bucket's max age (the retention) drops an expired record on the servers, so
+// the gateway's sweeper finds nothing to delete (tests/gateway's SweeperE2E, which counts its
+// deletions, runs on the SQL stores only): the record is gone all the same and the key runs again.
+TEST_F(NatsServeE2E, AnExpiredKeyIsDroppedByTheBucketsMaxAgeAndRunsAgain) {
+  absl::StatusOr<std::string> uri = natstest::StoreUri(
+      natstest::Fixture::kCluster, "replicas=3&bucket=" + natstest::FreshBucket("expiry"));
+  ASSERT_TRUE(uri.ok()) << uri.status();
+  store_ = *uri;
+  StartGateway({"--retention", "1s"});
+  ASSERT_EQ(PostTo(port_, "order-e").status, 201) << Log();
+  ASSERT_TRUE(Eventually([&] {
+    const RunResult list = RunToExit(
+        {IDEM_BINARY, "keys", "list", "--store", store_, "--include-expired", "--format", "json"},
+        dir_);
+    return list.exit_code == 0 && list.output.find("order-e") == std::string::npos;
+  })) << "the record outlived the bucket's max age";
+  const Response again = PostTo(port_, "order-e");
+  EXPECT_EQ(again.status, 201);
+  EXPECT_EQ(again.HeaderCount("Idempotent-Replayed"), 0);
+  EXPECT_EQ(Stat("calls"), 2);
+}
+
 }  // namespace
 }  // namespace idem::e2e
