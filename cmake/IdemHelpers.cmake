@@ -77,14 +77,25 @@ endfunction()
 # add_test and set_tests_properties, and left out here by TEST_FILTER.
 function(idem_test name)
   cmake_parse_arguments(ARG "" "TEST_FILTER" "SOURCES;DEPS;LABELS;FIXTURES" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock
+    idem_build_flags)
+  idem_test_register(${name} TEST_FILTER "${ARG_TEST_FILTER}" LABELS ${ARG_LABELS}
+    FIXTURES ${ARG_FIXTURES})
+endfunction()
+
+# idem_test_register(NAME [TEST_PREFIX P] [TEST_FILTER EXPR] [LABELS ...] [FIXTURES F]
+# [ENVIRONMENT VAR=VALUE]): registers the tests of GoogleTest binary NAME (once more) with CTest:
+# those EXPR selects, named with the prefix P, run with VAR=VALUE in their environment. This is how
+# one binary runs its tests on several stores (IDEM_E2E_STORE=postgres, tests/cli/e2e_store.h)
+# instead of being compiled once per store. One fixture and one variable at most (see idem_test).
+function(idem_test_register name)
+  cmake_parse_arguments(ARG "" "TEST_PREFIX;TEST_FILTER;ENVIRONMENT" "LABELS;FIXTURES" ${ARGN})
   list(LENGTH ARG_FIXTURES fixture_count)
   if(fixture_count GREATER 1)
     message(FATAL_ERROR "idem_test(${name}): FIXTURES takes one fixture (got ${ARG_FIXTURES}); "
       "add the tests that need more by name (see idem_test's comment)")
   endif()
-  add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock
-    idem_build_flags)
   set(props "")
   if(ARG_LABELS)
     list(APPEND props LABELS "${ARG_LABELS}")
@@ -92,11 +103,17 @@ function(idem_test name)
   if(ARG_FIXTURES)
     list(APPEND props FIXTURES_REQUIRED "${ARG_FIXTURES}")
   endif()
-  set(filter "")
-  if(ARG_TEST_FILTER)
-    set(filter TEST_FILTER "${ARG_TEST_FILTER}")
+  if(ARG_ENVIRONMENT)
+    list(APPEND props ENVIRONMENT "${ARG_ENVIRONMENT}")
   endif()
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60 ${filter}
+  set(options "")
+  if(ARG_TEST_FILTER)
+    list(APPEND options TEST_FILTER "${ARG_TEST_FILTER}")
+  endif()
+  if(ARG_TEST_PREFIX)
+    list(APPEND options TEST_PREFIX "${ARG_TEST_PREFIX}")
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60 ${options}
     PROPERTIES ${props})
 endfunction()
 

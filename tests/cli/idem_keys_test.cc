@@ -1,7 +1,7 @@
 // `idem keys` end to end: the real binary (IDEM_BINARY) on a store filled through the library.
-// Compiled three times: on SQLite, with IDEM_KEYS_TEST_POSTGRES on the "postgres" CTest fixture's
-// server (a fresh schema per test), and with IDEM_KEYS_TEST_NATS on the "nats" fixture's
-// JetStream (a fresh bucket per test).
+// Compiled once, run on the store IDEM_E2E_STORE names (e2e_store.h): SQLite, the "postgres"
+// CTest fixture's server (a fresh schema per test) or the "nats" fixture's JetStream (a fresh
+// bucket per test).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,16 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "e2e_store.h"
 #include "idem/store.h"
 #include "idem_process.h"
-#ifdef IDEM_KEYS_TEST_POSTGRES
+#ifdef IDEM_TEST_WITH_POSTGRES
 #include "pg_test_support.h"
-// CTest names tests Suite.Name: the PostgreSQL build needs a suite name of its own, or its tests
-// collide with the SQLite build's and lose the "postgres" fixture.
-#define IdemKeys IdemKeysPostgres
-#elif defined(IDEM_KEYS_TEST_NATS)
+#endif
+#ifdef IDEM_TEST_WITH_NATS
 #include "nats_test_support.h"
-#define IdemKeys IdemKeysNats
 #endif
 
 namespace idem::testing {
@@ -34,26 +32,43 @@ constexpr char kFingerprint[] = "0123456789abcdef0123456789abcdef0123456789abcde
 class IdemKeys : public ::testing::Test {
  protected:
   void SetUp() override {
-#ifdef IDEM_KEYS_TEST_POSTGRES
-    absl::StatusOr<pgtest::FreshSchema> fresh = pgtest::CreateFreshSchemaUri();
-    ASSERT_TRUE(fresh.ok()) << fresh.status();
-    uri_ = fresh->uri;
-#elif defined(IDEM_KEYS_TEST_NATS)
-    absl::StatusOr<std::string> uri = natstest::StoreUri(
-        natstest::Fixture::kSingle, "replicas=1&bucket=" + natstest::FreshBucket("keys"));
-    ASSERT_TRUE(uri.ok()) << uri.status();
-    uri_ = *uri;
-#else
-    dir_ = std::filesystem::temp_directory_path() /
-           ("idem-keys-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    uri_ = "sqlite:" + (dir_ / "keys.db").string();
-#endif
+    absl::StatusOr<E2eStore> on = E2eStoreFromEnvironment();
+    ASSERT_TRUE(on.ok()) << on.status();
+    on_ = *on;
+    ASSERT_NO_FATAL_FAILURE(ChooseUri());
     absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(uri_, {.clock = &clock_});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
+  }
+
+  // uri_: a fresh schema on the "postgres" fixture's server, a fresh bucket on the "nats"
+  // fixture's JetStream, or a file in a fresh folder (dir_).
+  void ChooseUri() {
+    if (on_ == E2eStore::kPostgres) {
+#ifdef IDEM_TEST_WITH_POSTGRES
+      absl::StatusOr<pgtest::FreshSchema> fresh = pgtest::CreateFreshSchemaUri();
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      uri_ = fresh->uri;
+#else
+      FAIL() << "IDEM_E2E_STORE=postgres, but this test binary was built without PostgreSQL";
+#endif
+    } else if (on_ == E2eStore::kNats) {
+#ifdef IDEM_TEST_WITH_NATS
+      absl::StatusOr<std::string> uri = natstest::StoreUri(
+          natstest::Fixture::kSingle, "replicas=1&bucket=" + natstest::FreshBucket("keys"));
+      ASSERT_TRUE(uri.ok()) << uri.status();
+      uri_ = *uri;
+#else
+      FAIL() << "IDEM_E2E_STORE=nats, but this test binary was built without NATS";
+#endif
+    } else {
+      dir_ = std::filesystem::temp_directory_path() /
+             ("idem-keys-test-" + std::to_string(::getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+      std::filesystem::remove_all(dir_);
+      std::filesystem::create_directories(dir_);
+      uri_ = "sqlite:" + (dir_ / "keys.db").string();
+    }
   }
   void TearDown() override {
     store_.reset();
@@ -80,6 +95,7 @@ class IdemKeys : public ::testing::Test {
     return Idem(args);
   }
 
+  E2eStore on_ = E2eStore::kSqlite;
   ManualClock clock_;
   std::filesystem::path dir_;
   std::string uri_;
@@ -195,13 +211,22 @@ TEST_F(IdemKeys, BadInputIsAUsageErrorThatNamesTheProblem) {
   }
 }
 
-#if defined(IDEM_KEYS_TEST_NATS)
-TEST_F(IdemKeys, UnreachableServersExit3) {
+// Tests of one store only, run by that store's registration alone.
+using IdemKeysOnSqlite = OnlyOn<IdemKeys, E2eStore::kSqlite>;
+using IdemKeysOnPostgres = OnlyOn<IdemKeys, E2eStore::kPostgres>;
+using IdemKeysOnNats = OnlyOn<IdemKeys, E2eStore::kNats>;
+
+TEST_F(IdemKeysOnNats, UnreachableServersExit3) {
   CallRun r = Idem({"keys", "list", "--store", "nats://127.0.0.1:1?replicas=1"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
 }
-#elif !defined(IDEM_KEYS_TEST_POSTGRES)
-TEST_F(IdemKeys, LockedStoreIsWaitedForUpToLockTimeoutAndTheFlagIsNamed) {
+
+TEST_F(IdemKeysOnPostgres, UnreachableServerExits3) {
+  CallRun r = Idem({"keys", "list", "--store", "postgresql://idem@127.0.0.1:1/idem"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+}
+
+TEST_F(IdemKeysOnSqlite, LockedStoreIsWaitedForUpToLockTimeoutAndTheFlagIsNamed) {
   Put("acme", "old", KeyState::kCompleted, 25h);
   absl::StatusOr<std::unique_ptr<StoreTransaction>> held = store_->Begin();  // the write lock
   ASSERT_TRUE(held.ok()) << held.status();
@@ -216,7 +241,7 @@ TEST_F(IdemKeys, LockedStoreIsWaitedForUpToLockTimeoutAndTheFlagIsNamed) {
   EXPECT_EQ(after.out, "swept 1 expired record\n");
 }
 
-TEST_F(IdemKeys, MissingStoreFileIsAUsageErrorAndIsNotCreated) {
+TEST_F(IdemKeysOnSqlite, MissingStoreFileIsAUsageErrorAndIsNotCreated) {
   const std::string path = (dir_ / "typo.db").string();
   CallRun r = Idem({"keys", "list", "--store", "sqlite:" + path});
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -224,12 +249,6 @@ TEST_F(IdemKeys, MissingStoreFileIsAUsageErrorAndIsNotCreated) {
   CallRun bad = Idem({"keys", "list", "--store", "mysql://x"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
-#else
-TEST_F(IdemKeys, UnreachableServerExits3) {
-  CallRun r = Idem({"keys", "list", "--store", "postgresql://idem@127.0.0.1:1/idem"});
-  EXPECT_EQ(r.exit_code, 3) << r.err;
-}
-#endif
 
 }  // namespace
 }  // namespace idem::testing

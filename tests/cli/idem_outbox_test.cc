@@ -1,6 +1,6 @@
 // `idem outbox` end to end: the real binary (IDEM_BINARY) on a store filled through the library.
-// Compiled twice: on SQLite, and with IDEM_OUTBOX_TEST_POSTGRES on the "postgres" CTest fixture's
-// server (a fresh schema per test).
+// Compiled once, run on the store IDEM_E2E_STORE names (e2e_store.h): SQLite, or the "postgres"
+// CTest fixture's server (a fresh schema per test).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,14 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "e2e_store.h"
 #include "idem/outbox.h"
 #include "idem/outbox_admin.h"
 #include "idem/store.h"
 #include "idem_process.h"
-#ifdef IDEM_OUTBOX_TEST_POSTGRES
+#ifdef IDEM_TEST_WITH_POSTGRES
 #include "pg_test_support.h"
-// CTest names tests Suite.Name: the PostgreSQL build needs a suite name of its own.
-#define IdemOutbox IdemOutboxPostgres
 #endif
 
 namespace idem::testing {
@@ -27,21 +26,34 @@ namespace {
 class IdemOutbox : public ::testing::Test {
  protected:
   void SetUp() override {
-#ifdef IDEM_OUTBOX_TEST_POSTGRES
-    absl::StatusOr<pgtest::FreshSchema> fresh = pgtest::CreateFreshSchemaUri();
-    ASSERT_TRUE(fresh.ok()) << fresh.status();
-    uri_ = fresh->uri;
-#else
-    dir_ = std::filesystem::temp_directory_path() /
-           ("idem-outbox-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    uri_ = "sqlite:" + (dir_ / "outbox.db").string();
-#endif
+    absl::StatusOr<E2eStore> on = E2eStoreFromEnvironment();
+    ASSERT_TRUE(on.ok()) << on.status();
+    on_ = *on;
+    ASSERT_NO_FATAL_FAILURE(ChooseUri());
     absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(uri_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
+  }
+
+  // uri_: a fresh schema on the "postgres" fixture's server, or a file in a fresh folder (dir_).
+  void ChooseUri() {
+    if (on_ == E2eStore::kPostgres) {
+#ifdef IDEM_TEST_WITH_POSTGRES
+      absl::StatusOr<pgtest::FreshSchema> fresh = pgtest::CreateFreshSchemaUri();
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      uri_ = fresh->uri;
+#else
+      FAIL() << "IDEM_E2E_STORE=postgres, but this test binary was built without PostgreSQL";
+#endif
+    } else {
+      ASSERT_EQ(on_, E2eStore::kSqlite) << "no outbox on " << E2eStoreName(on_);
+      dir_ = std::filesystem::temp_directory_path() /
+             ("idem-outbox-test-" + std::to_string(::getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+      std::filesystem::remove_all(dir_);
+      std::filesystem::create_directories(dir_);
+      uri_ = "sqlite:" + (dir_ / "outbox.db").string();
+    }
   }
   void TearDown() override {
     store_.reset();
@@ -101,6 +113,7 @@ class IdemOutbox : public ::testing::Test {
     return ids;
   }
 
+  E2eStore on_ = E2eStore::kSqlite;
   std::filesystem::path dir_;
   std::string uri_;
   std::unique_ptr<Store> store_;
@@ -224,14 +237,15 @@ TEST_F(IdemOutbox, BadInputIsAUsageErrorThatNamesTheProblem) {
   }
 }
 
-#ifndef IDEM_OUTBOX_TEST_POSTGRES
-TEST_F(IdemOutbox, MissingSqliteFileIsAUsageErrorAndNotCreated) {
+// Tests of SQLite only, run by its registration alone.
+using IdemOutboxOnSqlite = OnlyOn<IdemOutbox, E2eStore::kSqlite>;
+
+TEST_F(IdemOutboxOnSqlite, MissingSqliteFileIsAUsageErrorAndNotCreated) {
   const std::string missing = (dir_ / "nope.db").string();
   CallRun r = Idem({"outbox", "list", "--store", "sqlite:" + missing});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_FALSE(std::filesystem::exists(missing));
 }
-#endif
 
 }  // namespace
 }  // namespace idem::testing

@@ -9,10 +9,6 @@
 #include "idem_process.h"
 #include "relay_fixture.h"
 #include "relay_process.h"
-#ifdef IDEM_RELAY_TEST_POSTGRES
-#define RelayAdmin RelayAdminPostgres
-#endif
-
 namespace idem::testing {
 namespace {
 

@@ -1,5 +1,5 @@
 // The fixture of `idem relay`'s end-to-end tests: a store (SQLite in a fresh folder, or with
-// IDEM_RELAY_TEST_POSTGRES a fresh schema on the "postgres" CTest fixture's server) filled through
+// IDEM_E2E_STORE=postgres a fresh schema on the "postgres" CTest fixture's server) filled through
 // the library, a real HTTP receiver (ScriptedServer) that records when each request arrived, and
 // the arguments that point the real idem binary at both.
 #ifndef IDEM_TESTS_RELAY_RELAY_FIXTURE_H_
@@ -19,11 +19,12 @@
 #include <utility>
 #include <vector>
 
+#include "e2e_store.h"
 #include "http/test_server.h"
 #include "idem/outbox.h"
 #include "idem/outbox_admin.h"
 #include "idem/store.h"
-#ifdef IDEM_RELAY_TEST_POSTGRES
+#ifdef IDEM_TEST_WITH_POSTGRES
 #include "pg_test_support.h"
 #endif
 
@@ -44,18 +45,10 @@ inline std::string Header(const SeenRequest& r, const std::string& name) {
 class RelayE2e : public ::testing::Test {
  protected:
   void SetUp() override {
-#ifdef IDEM_RELAY_TEST_POSTGRES
-    auto fresh = pgtest::CreateFreshSchemaUri();
-    ASSERT_TRUE(fresh.ok()) << fresh.status();
-    uri_ = fresh->uri;
-#else
-    dir_ = std::filesystem::temp_directory_path() /
-           ("idem-relay-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    uri_ = "sqlite:" + (dir_ / "outbox.db").string();
-#endif
+    absl::StatusOr<E2eStore> on = E2eStoreFromEnvironment();
+    ASSERT_TRUE(on.ok()) << on.status();
+    on_ = *on;
+    ASSERT_NO_FATAL_FAILURE(ChooseUri());
     auto store = OpenStore(uri_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
@@ -67,6 +60,27 @@ class RelayE2e : public ::testing::Test {
       return answer_ ? answer_(r) : ScriptedReply{http::testing::Ok("{}")};
     });
   }
+  // uri_: a fresh schema on the "postgres" fixture's server, or a file in a fresh folder (dir_).
+  void ChooseUri() {
+    if (on_ == E2eStore::kPostgres) {
+#ifdef IDEM_TEST_WITH_POSTGRES
+      auto fresh = pgtest::CreateFreshSchemaUri();
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      uri_ = fresh->uri;
+#else
+      FAIL() << "IDEM_E2E_STORE=postgres, but this test binary was built without PostgreSQL";
+#endif
+      return;
+    }
+    ASSERT_EQ(on_, E2eStore::kSqlite) << "no outbox on " << E2eStoreName(on_);
+    dir_ = std::filesystem::temp_directory_path() /
+           ("idem-relay-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    uri_ = "sqlite:" + (dir_ / "outbox.db").string();
+  }
+
   void TearDown() override {
     server_.reset();
     store_.reset();
@@ -127,6 +141,7 @@ class RelayE2e : public ::testing::Test {
     return m.ok() ? m->state : OutboxState::kPending;
   }
 
+  E2eStore on_ = E2eStore::kSqlite;
   std::filesystem::path dir_;
   std::string uri_;
   std::unique_ptr<Store> store_;

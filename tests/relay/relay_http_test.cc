@@ -1,7 +1,7 @@
 // `idem relay --sink http` end to end: the real binary publishing a store's outbox (filled
 // through the library) to a real HTTP receiver (ScriptedServer), checking Standard Webhooks
-// signatures, ids and order per aggregate. Compiled twice: on SQLite, and with
-// IDEM_RELAY_TEST_POSTGRES on the "postgres" CTest fixture's server (a fresh schema per test).
+// signatures, ids and order per aggregate. Compiled once, run on SQLite and, with
+// IDEM_E2E_STORE=postgres, on the "postgres" CTest fixture's server (a fresh schema per test).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -17,14 +17,13 @@
 #include "idem_process.h"
 #include "relay_fixture.h"
 #include "relay_process.h"
-#ifdef IDEM_RELAY_TEST_POSTGRES
-#define RelayHttp RelayHttpPostgres
-#endif
-
 namespace idem::testing {
 namespace {
 
 using RelayHttp = RelayE2e;
+// Tests of one store only, run by that store's registration alone.
+using RelayHttpOnSqlite = OnlyOn<RelayE2e, E2eStore::kSqlite>;
+using RelayHttpOnPostgres = OnlyOn<RelayE2e, E2eStore::kPostgres>;  // LISTEN/NOTIFY
 
 TEST_F(RelayHttp, DeliversEveryMessageSignedWithItsIdAndInOrderPerAggregate) {
   std::vector<std::pair<std::string, std::string>> messages;
@@ -173,10 +172,10 @@ TEST_F(RelayHttp, BadInputIsAUsageError) {
   EXPECT_TRUE(server_->requests().empty());
 }
 
-#ifdef IDEM_RELAY_TEST_POSTGRES
+#ifdef IDEM_TEST_WITH_POSTGRES
 // With a 30 s poll interval, only the NOTIFY of the commit can bring each message out in time: each
 // is committed once the relay says (on its /metrics) that it waits between passes.
-TEST_F(RelayHttp, NotifyDeliversACommitWithinMillisecondsNotThePollInterval) {
+TEST_F(RelayHttpOnPostgres, NotifyDeliversACommitWithinMillisecondsNotThePollInterval) {
   const int admin = e2e::FreePort();
   Background relay(RelayArgs({"--poll", "30s", "--admin", "127.0.0.1:" + std::to_string(admin)}));
   auto waiting = [&] {
@@ -200,7 +199,7 @@ TEST_F(RelayHttp, NotifyDeliversACommitWithinMillisecondsNotThePollInterval) {
   EXPECT_NE(relay.err().find("woken by LISTEN idem_outbox"), std::string::npos) << relay.err();
 }
 
-TEST_F(RelayHttp, LostListenConnectionIsReestablishedAndWakesTheRelayAgain) {
+TEST_F(RelayHttpOnPostgres, LostListenConnectionIsReestablishedAndWakesTheRelayAgain) {
   Background relay(RelayArgs({"--poll", "30s"}));
   Add({{"a", "1"}});
   ASSERT_TRUE(SeenWithin(1, std::chrono::seconds(10))) << relay.err();
@@ -222,7 +221,7 @@ TEST_F(RelayHttp, LostListenConnectionIsReestablishedAndWakesTheRelayAgain) {
   EXPECT_EQ(relay.Wait(), 0) << relay.err();
 }
 
-TEST_F(RelayHttp, NoListenPollsOnly) {
+TEST_F(RelayHttpOnPostgres, NoListenPollsOnly) {
   Add({{"a", "1"}});
   Background relay(RelayArgs({"--no-listen", "--poll", "50ms"}));
   ASSERT_TRUE(SeenWithin(1, std::chrono::seconds(10))) << relay.err();
@@ -232,8 +231,7 @@ TEST_F(RelayHttp, NoListenPollsOnly) {
 }
 #endif
 
-#ifndef IDEM_RELAY_TEST_POSTGRES
-TEST_F(RelayHttp, SecondRelayOnOneSqliteStoreExits5WithAClearMessage) {
+TEST_F(RelayHttpOnSqlite, SecondRelayOnOneSqliteStoreExits5WithAClearMessage) {
   Add({{"a", "1"}});
   Background first(RelayArgs({"--poll", "50ms"}));
   WaitForRequests(1);  // the first holds the lock by now
@@ -244,7 +242,6 @@ TEST_F(RelayHttp, SecondRelayOnOneSqliteStoreExits5WithAClearMessage) {
   EXPECT_EQ(first.Wait(), 0) << first.err();
   EXPECT_EQ(Idem(RelayArgs({"--once"})).exit_code, 0);
 }
-#endif
 
 }  // namespace
 }  // namespace idem::testing

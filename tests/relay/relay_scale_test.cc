@@ -15,10 +15,6 @@
 #include "inbox_consumer.h"
 #include "relay_fixture.h"
 #include "relay_process.h"
-#ifdef IDEM_RELAY_TEST_POSTGRES
-#define RelayScale RelayScalePostgres
-#endif
-
 namespace idem::testing {
 namespace {
 
@@ -80,8 +76,11 @@ class RelayScale : public RelayE2e {
   std::unique_ptr<InboxConsumer> consumer_;
 };
 
-#ifndef IDEM_RELAY_TEST_POSTGRES
-TEST_F(RelayScale, TenThousandMessagesSurviveTenSigkillsAndAreAppliedOnceInOrder) {
+// Tests of one store only, run by that store's registration alone.
+using RelayScaleOnSqlite = OnlyOn<RelayScale, E2eStore::kSqlite>;
+using RelayScaleOnPostgres = OnlyOn<RelayScale, E2eStore::kPostgres>;
+
+TEST_F(RelayScaleOnSqlite, TenThousandMessagesSurviveTenSigkillsAndAreAppliedOnceInOrder) {
   AddRange(0, kMessages);
   for (int kill = 1; kill <= 10; ++kill) {
     Background relay(RelayArgs({"--poll", "50ms"}));
@@ -95,8 +94,7 @@ TEST_F(RelayScale, TenThousandMessagesSurviveTenSigkillsAndAreAppliedOnceInOrder
   EXPECT_EQ(last.Wait(), 0) << last.err();
   ExpectAllAppliedOnceInOrder();
 }
-#else
-TEST_F(RelayScale, TwoRelaysOnOneStoreDeliverTenThousandMessagesOnceInOrder) {
+TEST_F(RelayScaleOnPostgres, TwoRelaysOnOneStoreDeliverTenThousandMessagesOnceInOrder) {
   AddRange(0, kMessages / 2);
   Background first(RelayArgs({"--poll", "1s"}));
   Background second(RelayArgs({"--poll", "1s"}));
@@ -110,7 +108,6 @@ TEST_F(RelayScale, TwoRelaysOnOneStoreDeliverTenThousandMessagesOnceInOrder) {
   std::printf("first relay: %s\nsecond relay: %s\n", first.err().c_str(), second.err().c_str());
   ExpectAllAppliedOnceInOrder();
 }
-#endif
 
 }  // namespace
 }  // namespace idem::testing
