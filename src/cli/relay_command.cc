@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "cli/allocator_tuning.h"
 #include "cli/commands.h"
 #include "idem/retry/duration.h"
 #include "idem/store.h"
@@ -169,6 +170,7 @@ absl::StatusOr<std::unique_ptr<relay::RelayLock>> LockSqlite(const RelayFlags& f
 }
 
 int Relay(const RelayFlags& f) {
+  KeepFreedMemoryForReuse();
   absl::StatusOr<relay::RelayOptions> options = MakeOptions(f);
   if (!options.ok()) return Fail(kExitUsage, std::string(options.status().message()));
   absl::StatusOr<relay::Dialect> dialect = relay::DialectOf(f.store);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/allocator_tuning.h"
 #include "cli/commands.h"
 #include "gateway/config_file.h"
 #include "gateway/gateway_config.h"
@@ -119,6 +120,7 @@ void SetUpLogging(const std::string& level) {
 
 // Runs the gateway until SIGTERM or SIGINT; returns the exit code.
 int Serve(const gateway::GatewayConfig& config) {
+  KeepFreedMemoryForReuse();
   // Blocked in every thread (they inherit the mask); this thread waits for them below.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -1,0 +1,20 @@
+#include "cli/allocator_tuning.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace idem::cli {
+
+void KeepFreedMemoryForReuse() {
+#if defined(__GLIBC__)
+  // mallopt reports failure with 0; a refused setting leaves glibc's default, which is correct
+  // and only slower, so there is nothing to report.
+  constexpr int kTrimThreshold = 64 << 20;
+  constexpr int kMmapThreshold = 4 << 20;
+  (void)mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
+  (void)mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
+#endif
+}
+
+}  // namespace idem::cli
