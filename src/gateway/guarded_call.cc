@@ -184,6 +184,7 @@ asio::awaitable<GuardedAnswer> Execute(GatewayContext& ctx, UpstreamPool& pool, 
   absl::StatusOr<StoredResponse> upstream =
       co_await ForwardWithinLease(ctx, pool, ticket, guarded.scope, std::move(request));
   ctx.metrics.upstream_seconds.Observe(Steady::now() - start);
+  ctx.in_flight.StopRenewing(ticket);
   GuardedAnswer answer = co_await Record(ctx, route, guarded, fence, upstream);
   ctx.in_flight.ForgetKey(ticket);
   ctx.metrics.keys_in_flight.fetch_sub(1, std::memory_order_relaxed);

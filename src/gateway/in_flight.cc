@@ -32,6 +32,18 @@ std::optional<InFlight::SteadyTime> InFlight::LeaseEnd(uint64_t ticket) const {
   return it->second.lease_end;
 }
 
+void InFlight::StopRenewing(uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = keys_.find(ticket);
+  if (it != keys_.end()) it->second.finishing = true;
+}
+
+bool InFlight::Renewing(uint64_t ticket) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = keys_.find(ticket);
+  return it != keys_.end() && !it->second.finishing;
+}
+
 void InFlight::ForgetKey(uint64_t ticket) {
   std::lock_guard<std::mutex> lock(mu_);
   keys_.erase(ticket);

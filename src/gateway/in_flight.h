@@ -29,6 +29,7 @@ class InFlight final {
     Scope scope;
     int64_t fence = 0;
     SteadyTime lease_end;
+    bool finishing = false;  // its outcome or release is being written: heartbeats stop
   };
 
   // A request began / ended (every request, guarded or not).
@@ -43,13 +44,18 @@ class InFlight final {
   void RenewKey(uint64_t ticket, SteadyTime lease_end);
   // The end known for the ticket's lease; nullopt once forgotten.
   std::optional<SteadyTime> LeaseEnd(uint64_t ticket) const;
+  // The key's outcome (or release) is being written: it needs no more heartbeats. One already
+  // submitted may still reach the store after the outcome and fail there; that is expected.
+  void StopRenewing(uint64_t ticket);
+  // Whether the ticket's key is held and still renewed (not forgotten, not finishing).
+  bool Renewing(uint64_t ticket) const;
   // The key's outcome is recorded or it was released.
   void ForgetKey(uint64_t ticket);
 
   // Waits until no request is in flight or `bound` has passed; returns true when none is left.
   bool WaitIdle(std::chrono::milliseconds bound);
 
-  // The keys still held.
+  // The keys still held, finishing ones included.
   std::vector<HeldKey> HeldKeys() const;
 
  private:

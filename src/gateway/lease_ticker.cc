@@ -11,7 +11,10 @@ namespace idem::gateway {
 
 size_t BeatAll(GatewayContext& ctx, const asio::any_io_executor& executor) {
   const std::vector<InFlight::HeldKey> held = ctx.in_flight.HeldKeys();
+  size_t beats = 0;
   for (const InFlight::HeldKey& key : held) {
+    if (key.finishing) continue;
+    ++beats;
     const auto sent = std::chrono::steady_clock::now();
     KeyOp op{.kind = KeyOp::Kind::kHeartbeat,
              .scope = key.scope,
@@ -22,6 +25,10 @@ size_t BeatAll(GatewayContext& ctx, const asio::any_io_executor& executor) {
       if (beat.status.ok()) {
         // The store's remaining lease, counted from before the store saw the heartbeat.
         ctx.in_flight.RenewKey(key.ticket, sent + Millis(beat.lease_until_ms - beat.now_ms));
+      } else if (absl::IsAborted(beat.status) && !ctx.in_flight.Renewing(key.ticket)) {
+        // Submitted just before this holder's own outcome or release, and applied after it.
+        spdlog::debug("heartbeat of key '{}' came after its outcome: {}", key.scope.key,
+                      beat.status.ToString());
       } else if (absl::IsAborted(beat.status)) {
         spdlog::warn("lease of key '{}' lost (fence {} moved); its outcome will not be recorded",
                      key.scope.key, key.fence);
@@ -30,7 +37,7 @@ size_t BeatAll(GatewayContext& ctx, const asio::any_io_executor& executor) {
       }
     });
   }
-  return held.size();
+  return beats;
 }
 
 asio::awaitable<void> RunLeaseTicker(GatewayContext& ctx) {

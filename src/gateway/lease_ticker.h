@@ -16,7 +16,7 @@ namespace idem::gateway {
 // Ticks until its io_context stops.
 asio::awaitable<void> RunLeaseTicker(GatewayContext& ctx);
 
-// Submits one heartbeat for each key held now; returns how many.
+// Submits one heartbeat for each key held and still renewed (not finishing); returns how many.
 size_t BeatAll(GatewayContext& ctx, const asio::any_io_executor& executor);
 
 }  // namespace idem::gateway
