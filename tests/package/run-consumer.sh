@@ -3,16 +3,18 @@
 # outside the tree (tests/package/consumer, plus examples/library/library_example.cc) against
 # that prefix only, through find_package(idem) or through pkg-config.
 #   cmake, pkg-config   install BUILD_DIR (the static libraries of the calling build)
-#   shared              first builds idem's libraries again, shared (-DBUILD_SHARED_LIBS=ON,
-#                       libraries only) into WORK_DIR, then runs both modes against them
 #   fetchcontent        builds the project with idem's sources pulled in by FetchContent, as a
-#                       user's project would: tests off, C++20 from idem's targets, and without
-#                       PostgreSQL (IDEM_WITH_POSTGRES=OFF), checking that libpq is not linked
-# The shared and fetchcontent modes compile the libraries again, with no optimisation and no debug
-# information (what they check is the packaging, and the test command's time is CI's budget); they
-# reuse the calling build's compiler launcher (ccache) when it has one: IDEM_COMPILER_LAUNCHER.
+#                       user's project would: tests off, C++20 from idem's targets, without
+#                       PostgreSQL (IDEM_WITH_POSTGRES=OFF, checking that libpq is not linked),
+#                       and with idem's libraries shared (BUILD_SHARED_LIBS=ON); then installs
+#                       that build of idem (IDEM_INSTALL=ON) and runs the cmake and pkg-config
+#                       modes against the shared libraries. One compile of the libraries covers
+#                       the subproject, the shared libraries and the package without PostgreSQL.
+# The fetchcontent mode compiles the libraries again, with no optimisation and no debug
+# information (what it checks is the packaging, and the test command's time is CI's budget); it
+# reuses the calling build's compiler launcher (ccache) when it has one: IDEM_COMPILER_LAUNCHER.
 #
-# usage: run-consumer.sh cmake|pkg-config|shared|fetchcontent BUILD_DIR SOURCE_DIR WORK_DIR
+# usage: run-consumer.sh cmake|pkg-config|fetchcontent BUILD_DIR SOURCE_DIR WORK_DIR
 set -euo pipefail
 mode=$1 build=$2 source=$3 work=$4
 example=$source/examples/library/library_example.cc
@@ -20,24 +22,6 @@ launcher=()
 if [[ -n ${IDEM_COMPILER_LAUNCHER:-} ]]; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$IDEM_COMPILER_LAUNCHER"
     -DCMAKE_C_COMPILER_LAUNCHER="$IDEM_COMPILER_LAUNCHER")
-fi
-
-if [[ $mode == shared ]]; then
-  rm -rf "$work"
-  mkdir -p "$work"
-  cmake -S "$source" -B "$work/idem-build" -G Ninja -DCMAKE_BUILD_TYPE= \
-    -DBUILD_SHARED_LIBS=ON -DIDEM_BUILD_TESTS=OFF -DIDEM_BUILD_BENCH=OFF \
-    -DIDEM_BUILD_EXAMPLES=OFF -DIDEM_BUILD_CLI=OFF "${launcher[@]}" >"$work/configure.log"
-  cmake --build "$work/idem-build" -j 2 >"$work/build.log"
-  if ! find "$work/idem-build" -name 'libidem_core.so.*' | grep -q .; then
-    echo "the shared build made no libidem_core.so" >&2
-    exit 1
-  fi
-  for sub in cmake pkg-config; do
-    "$0" "$sub" "$work/idem-build" "$source" "$work/$sub"
-  done
-  echo "package test (shared): passed"
-  exit 0
 fi
 
 rm -rf "$work"
@@ -60,9 +44,14 @@ case $mode in
   fetchcontent)
     cmake -S "$source/tests/package/consumer" -B "$work/build" -G Ninja \
       -DCMAKE_BUILD_TYPE= -DIDEM_SOURCE_DIR="$source" -DIDEM_EXAMPLE_SOURCE="$example" \
-      -DIDEM_WITH_POSTGRES=OFF "${launcher[@]}" >"$work/configure.log"
+      -DIDEM_WITH_POSTGRES=OFF -DBUILD_SHARED_LIBS=ON -DIDEM_INSTALL=ON "${launcher[@]}" \
+      >"$work/configure.log"
     cmake --build "$work/build" -j 2 >"$work/build.log"
     bin=$work/build
+    if ! ldd "$bin/library_example" | grep -q 'libidem_core\.so'; then
+      echo "library_example does not link the shared libidem_core.so (BUILD_SHARED_LIBS=ON)" >&2
+      exit 1
+    fi
     if ldd "$bin/library_example" | grep -q libpq; then
       echo "library_example links libpq although IDEM_WITH_POSTGRES=OFF" >&2
       exit 1
@@ -89,11 +78,17 @@ case $mode in
       $(pkg-config --cflags --libs idem-retry) -Wl,-rpath,"$libdir"
     ;;
   *)
-    echo "usage: run-consumer.sh cmake|pkg-config|shared|fetchcontent BUILD_DIR SOURCE_DIR WORK_DIR" >&2
+    echo "usage: run-consumer.sh cmake|pkg-config|fetchcontent BUILD_DIR SOURCE_DIR WORK_DIR" >&2
     exit 2
     ;;
 esac
 
 "$bin/library_example" "$work/example.db"
 "$bin/retry_only"
+if [[ $mode == fetchcontent ]]; then
+  # The shared libraries this build made, installed and used from outside like any package.
+  for sub in cmake pkg-config; do
+    "$0" "$sub" "$work/build/_deps/idem-build" "$source" "$work/shared-$sub"
+  done
+fi
 echo "package test ($mode): passed"
