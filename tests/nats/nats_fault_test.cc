@@ -6,6 +6,7 @@
 // other effect of a key belongs to a claim that lost the key and never completed it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -70,14 +71,17 @@ class NatsTwoProcessFault : public ::testing::Test {
         std::chrono::steady_clock::now() - started_);
     std::printf(
         "run and checks took %.1f s; claimed %lld, completed %lld, taken over %lld, "
-        "lost %lld, unavailable %lld\n",
+        "lost %lld, unavailable %lld, resumed %lld, confirmed %lld\n",
         static_cast<double>(took.count()) / 1000,
         static_cast<long long>(run_->Total(&WorkerStats::claimed)),
         static_cast<long long>(run_->Total(&WorkerStats::completed)),
         static_cast<long long>(run_->Total(&WorkerStats::takeovers)),
         static_cast<long long>(run_->Total(&WorkerStats::lost)),
-        static_cast<long long>(run_->Total(&WorkerStats::unavailable)));
+        static_cast<long long>(run_->Total(&WorkerStats::unavailable)),
+        static_cast<long long>(run_->Total(&WorkerStats::resumed)),
+        static_cast<long long>(run_->Total(&WorkerStats::confirmed)));
     run_.reset();  // kills workers a failed assertion left running
+    if (paused_ != 0) Cluster("resume-node", paused_);  // a failed assertion left it paused
   }
 
   void Cluster(const char* command, int node) {
@@ -88,6 +92,7 @@ class NatsTwoProcessFault : public ::testing::Test {
   std::string bucket_;
   std::string uri_;
   int leader_ = 0;
+  int paused_ = 0;  // a server paused and not resumed yet
   std::unique_ptr<WorkerRun> run_;
   std::chrono::steady_clock::time_point started_;
 };
@@ -115,28 +120,41 @@ TEST_F(NatsTwoProcessFault, WokenLeaderNeverCompletesAKeyItsWorkerLost) {
   auto others_admin = natstest::Connect(others[0] + "," + others[1]);
   ASSERT_TRUE(others_admin.ok()) << others_admin.status();
   const std::string bucket = "replicas=3&bucket=" + bucket_;
-  run_->Start("near", natstest::StoreUriOn({nodes_[static_cast<size_t>(leader_ - 1)]}, bucket), 3s);
-  run_->Start("far", natstest::StoreUriOn(others, bucket), 3s);
-  ASSERT_TRUE(run_->RunUntil(TotalAtLeast(&WorkerStats::completed, kKeys / 4), 60s));
+  // The effects of one key per thread, at a quarter of the run, take 1.5 s (a slow upstream
+  // call): the leader is paused while near is inside at least 4 of them, so near holds keys whose
+  // completion it will send to the paused leader.
+  constexpr int kSlowFrom = kKeys / 4;
+  run_->Start("near", natstest::StoreUriOn({nodes_[static_cast<size_t>(leader_ - 1)]}, bucket), 3s,
+              kSlowFrom, 1500ms);
+  run_->Start("far", natstest::StoreUriOn(others, bucket), 3s, kSlowFrom, 1500ms);
+  ASSERT_TRUE(run_->RunUntil(
+      [](const std::vector<Worker>& workers) { return workers[0].stats.slow >= 4; }, 60s));
   Cluster("pause-node", leader_);
-  // Paused past an election: the other two elect a leader, and far takes over near's keys.
-  auto last_asked = std::chrono::steady_clock::now() - 1s;
+  paused_ = leader_;
+  const auto paused_at = std::chrono::steady_clock::now();
+  // Paused past an election: the other two elect a leader, and far takes over every key near
+  // holds (far's thread t and near's walk the same keys in step: far waits for each, and once the
+  // 3 s leases near took before the pause have lapsed, no far thread waits any more).
+  auto last_asked = paused_at - 1s;
   bool elected = false;
   ASSERT_TRUE(run_->RunUntil(
       [&](const std::vector<Worker>& workers) {
-        if (!elected && std::chrono::steady_clock::now() - last_asked > 200ms) {
-          last_asked = std::chrono::steady_clock::now();
-          const int now = natstest::StreamLeader((*others_admin)->js(), "KV_" + bucket_);
-          elected = now > 0 && now != leader_;
+        const auto now = std::chrono::steady_clock::now();
+        if (!elected && now - last_asked > 200ms) {
+          last_asked = now;
+          const int leader = natstest::StreamLeader((*others_admin)->js(), "KV_" + bucket_);
+          elected = leader > 0 && leader != leader_;
         }
-        return elected && workers[1].stats.takeovers > 0;
+        const WorkerStats& far = workers[1].stats;
+        return elected && now - paused_at > 4s && far.takeovers > 0 && far.waiting == 0;
       },
       60s))
       << "elected: " << elected;
   Cluster("resume-node", leader_);
+  paused_ = 0;
   ASSERT_TRUE(run_->Finish(120s));
   const natstest::RunOutcome outcome = natstest::CheckRun(*run_, uri_);
-  EXPECT_GT(run_->workers()[0].stats.lost, 0) << "no woken worker was refused a key it lost";
+  EXPECT_GE(run_->workers()[0].stats.lost, 4) << "woken workers refused keys they lost";
   EXPECT_EQ(outcome.superseded, run_->Total(&WorkerStats::lost));
   EXPECT_EQ(outcome.effects, kKeys + outcome.superseded);
 }
@@ -150,10 +168,8 @@ TEST_F(NatsTwoProcessFault, TwoOfThreeServersDownEveryWriteUnavailableThenTheRun
     if (i != leader_) killed.push_back(i);  // the leader stays, without a quorum
   }
   for (int node : killed) Cluster("kill-node", node);
-  // Once both processes have met the outage, no write succeeds until the servers are back. Each
-  // process prints its events in order, and a write times out (Unavailable) only after
-  // lock_timeout (2 s): a process's new Unavailable comes after its last write that went through
-  // before the quorum was lost.
+  // Once both processes have met the outage, no write is acknowledged until the servers are back
+  // (a read may still find an earlier write of its own whose answer was lost: not counted here).
   const auto writes = [&] {
     return run_->Total(&WorkerStats::claimed) + run_->Total(&WorkerStats::completed) +
            run_->Total(&WorkerStats::takeovers);
@@ -168,7 +184,14 @@ TEST_F(NatsTwoProcessFault, TwoOfThreeServersDownEveryWriteUnavailableThenTheRun
       return true;
     };
   };
-  ASSERT_TRUE(run_->RunUntil(each_more_unavailable(kThreads / 2), 60s));
+  const auto killed_at = std::chrono::steady_clock::now();
+  const auto first_window = each_more_unavailable(kThreads / 2);
+  ASSERT_TRUE(run_->RunUntil(
+      [&](const std::vector<Worker>& workers) {
+        // A write sent before the quorum went is answered or timed out within lock_timeout (2 s).
+        return first_window(workers) && std::chrono::steady_clock::now() - killed_at > 3s;
+      },
+      60s));
   const int64_t writes_before = writes();
   ASSERT_TRUE(run_->RunUntil(each_more_unavailable(kThreads / 2), 60s));
   EXPECT_EQ(writes(), writes_before) << "a write succeeded without a quorum";

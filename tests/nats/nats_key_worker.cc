@@ -2,23 +2,28 @@
 // threads claim and complete keys in lease mode, running an effect between claim and completion
 // that appends one line to an append-only file, so that the test sees every effect that ran.
 //
-//   idem-nats-key-worker URI NAME THREADS KEYS LEASE_MS EFFECTS_FILE
+//   idem-nats-key-worker URI NAME THREADS KEYS LEASE_MS EFFECTS_FILE EFFECT_MS SLOW_FROM
 //
 // Thread t handles keys t, t+THREADS, t+2*THREADS, ... (names "key-NNNN") in order; another
 // worker process given the same THREADS contends for the same keys at about the same time. For a
 // key, a thread:
 //   - claims it (owner NAME-tT); an in_progress record of its own (a claim whose answer was lost)
 //     is its own claim; another's live lease is waited for, another's lapsed lease taken over;
-//   - runs the effect: appends "KEY OWNER FENCE\n" to EFFECTS_FILE with one O_APPEND write;
+//   - runs the effect: appends "KEY OWNER FENCE\n" to EFFECTS_FILE with one O_APPEND write; the
+//     effects of keys SLOW_FROM .. SLOW_FROM+THREADS-1 (one per thread) then take EFFECT_MS more
+//     (a slow upstream call, during which the key is held; SLOW_FROM -1: none);
 //   - completes with the body "key=KEY by=OWNER fence=FENCE"; a refused completion (Aborted) is
 //     checked with a read: the record finished with its own fence was an earlier attempt of its
 //     own whose answer was lost; anything else is a key it lost (it never writes again).
 // Unavailable is retried after a short pause until the run's deadline.
 //
-// Prints on stdout, after every event: "stat CLAIMED COMPLETED TAKEOVERS LOST UNAVAILABLE
-// FINISHED" (totals of this process; FINISHED counts keys done with, by anyone); "error TEXT" for
-// an unexpected error. Exit status: 0 every key finished; 1 an unexpected error; 2 bad arguments;
-// 3 the deadline passed.
+// Prints on stdout, after every event: "stat CLAIMED COMPLETED TAKEOVERS LOST UNAVAILABLE FINISHED
+// RESUMED CONFIRMED SLOW WAITING", totals of this process: CLAIMED, COMPLETED and TAKEOVERS count
+// writes the store acknowledged; RESUMED claims and CONFIRMED completions of its own whose answer
+// was lost, found by a read; FINISHED keys done with (by anyone); SLOW threads inside a slow
+// effect; WAITING threads waiting for another's live lease. "error TEXT"
+// for an unexpected error. Exit status: 0 every key finished; 1 an unexpected error; 2 bad
+// arguments; 3 the deadline passed.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -47,11 +52,14 @@ struct Config {
   int threads = 0;
   int keys = 0;
   std::chrono::milliseconds lease{0};
+  std::chrono::milliseconds effect{0};
+  int slow_from = -1;
   int effects_fd = -1;
 };
 
 struct Counters {
-  std::atomic<int64_t> claimed{0}, completed{0}, takeovers{0}, lost{0}, unavailable{0}, finished{0};
+  std::atomic<int64_t> claimed{0}, completed{0}, takeovers{0}, lost{0}, unavailable{0}, finished{0},
+      resumed{0}, confirmed{0}, slow{0}, waiting{0};
 };
 
 std::mutex out_mu;
@@ -62,10 +70,11 @@ void Print(const std::string& line) {
   std::fflush(stdout);
 }
 
-void Report(Counters& c, std::atomic<int64_t>& counter) {
-  ++counter;
-  Print(fmt::format("stat {} {} {} {} {} {}", c.claimed.load(), c.completed.load(),
-                    c.takeovers.load(), c.lost.load(), c.unavailable.load(), c.finished.load()));
+void Report(Counters& c, std::atomic<int64_t>& counter, int64_t delta = 1) {
+  counter += delta;
+  Print(fmt::format("stat {} {} {} {} {} {} {} {} {} {}", c.claimed.load(), c.completed.load(),
+                    c.takeovers.load(), c.lost.load(), c.unavailable.load(), c.finished.load(),
+                    c.resumed.load(), c.confirmed.load(), c.slow.load(), c.waiting.load()));
 }
 
 int64_t NowMs() {
@@ -96,6 +105,11 @@ class KeyRunner {
     if (write(config_.effects_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
       Fail("effect", absl::InternalError("write to the effects file failed"));
     }
+    if (k >= config_.slow_from && k < config_.slow_from + config_.threads) {
+      Report(counters_, counters_.slow);
+      std::this_thread::sleep_for(config_.effect);
+      Report(counters_, counters_.slow, -1);
+    }
     Finish(scope, fence);
   }
 
@@ -107,16 +121,22 @@ class KeyRunner {
       absl::StatusOr<idem::ClaimResult> claim = store_.Claim(request);
       if (!Retry(claim.status(), "claim")) continue;
       const idem::KeyRecord& record = claim->record;
-      if (claim->claimed ||
-          (record.state == idem::KeyState::kInProgress && record.owner == owner_)) {
+      const bool live = record.state == idem::KeyState::kInProgress && record.owner != owner_ &&
+                        record.lease_until_ms >= NowMs();
+      Waiting(live);
+      if (claim->claimed) {
         Report(counters_, counters_.claimed);
+        return record.fence;
+      }
+      if (record.state == idem::KeyState::kInProgress && record.owner == owner_) {
+        Report(counters_, counters_.resumed);
         return record.fence;
       }
       if (record.state != idem::KeyState::kInProgress) {
         Report(counters_, counters_.finished);
         return 0;
       }
-      if (record.lease_until_ms >= NowMs()) {  // another's live lease: wait for its outcome
+      if (live) {  // another's live lease: wait for its outcome
         Pause();
         continue;
       }
@@ -129,6 +149,13 @@ class KeyRunner {
         Retry(taken.status(), "take over");
       }
     }
+  }
+
+  // Counts this thread in WAITING while `now` holds.
+  void Waiting(bool now) {
+    if (now == waiting_) return;
+    waiting_ = now;
+    Report(counters_, counters_.waiting, now ? 1 : -1);
   }
 
   void Finish(const idem::Scope& scope, int64_t fence) {
@@ -144,9 +171,10 @@ class KeyRunner {
       absl::StatusOr<idem::KeyRecord> got = store_.Get(scope);
       if (!Retry(got.status(), "read after a refused completion")) continue;
       if (got->state == idem::KeyState::kCompleted && got->fence == fence && got->owner == owner_) {
-        break;  // an earlier attempt of ours went through; its answer was lost
+        Report(counters_, counters_.confirmed);  // an earlier attempt went through, unanswered
+      } else {
+        Report(counters_, counters_.lost);
       }
-      Report(counters_, counters_.lost);
       Report(counters_, counters_.finished);
       return;
     }
@@ -177,6 +205,7 @@ class KeyRunner {
   const std::string owner_;
   Counters& counters_;
   const std::chrono::steady_clock::time_point deadline_;
+  bool waiting_ = false;
 };
 
 int Run(const Config& config) {
@@ -199,8 +228,11 @@ int Run(const Config& config) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    std::fputs("usage: idem-nats-key-worker URI NAME THREADS KEYS LEASE_MS EFFECTS_FILE\n", stderr);
+  if (argc != 9) {
+    std::fputs(
+        "usage: idem-nats-key-worker URI NAME THREADS KEYS LEASE_MS EFFECTS_FILE EFFECT_MS "
+        "SLOW_FROM\n",
+        stderr);
     return 2;
   }
   Config config;
@@ -209,6 +241,8 @@ int main(int argc, char** argv) {
   config.threads = std::atoi(argv[3]);
   config.keys = std::atoi(argv[4]);
   config.lease = std::chrono::milliseconds(std::atoll(argv[5]));
+  config.effect = std::chrono::milliseconds(std::atoll(argv[7]));
+  config.slow_from = std::atoi(argv[8]);
   if (config.threads <= 0 || config.keys <= 0 || config.lease.count() <= 0) {
     std::fputs("idem-nats-key-worker: THREADS, KEYS and LEASE_MS must be positive\n", stderr);
     return 2;

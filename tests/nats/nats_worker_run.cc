@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "idem/store.h"
+#include "nats_test_support.h"
 
 extern char** environ;
 
@@ -30,7 +31,8 @@ void HandleLine(Worker& worker, const std::string& line) {
   in >> kind;
   WorkerStats& s = worker.stats;
   if (kind == "stat") {
-    in >> s.claimed >> s.completed >> s.takeovers >> s.lost >> s.unavailable >> s.finished;
+    in >> s.claimed >> s.completed >> s.takeovers >> s.lost >> s.unavailable >> s.finished >>
+        s.resumed >> s.confirmed >> s.slow >> s.waiting;
   } else {
     worker.errors.push_back(worker.name + ": " + line);
   }
@@ -67,7 +69,8 @@ WorkerRun::~WorkerRun() {
 }
 
 void WorkerRun::Start(const std::string& name, const std::string& uri,
-                      std::chrono::milliseconds lease) {
+                      std::chrono::milliseconds lease, int slow_from,
+                      std::chrono::milliseconds slow_effect) {
   mkdir(dir_.c_str(), 0755);
   Worker worker;
   worker.name = name;
@@ -85,7 +88,9 @@ void WorkerRun::Start(const std::string& name, const std::string& uri,
                                          std::to_string(threads_),
                                          std::to_string(keys_),
                                          std::to_string(lease.count()),
-                                         worker.effects_path};
+                                         worker.effects_path,
+                                         std::to_string(slow_effect.count()),
+                                         std::to_string(slow_from)};
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -165,7 +170,14 @@ RunOutcome CheckRun(const WorkerRun& run, const std::string& uri) {
   const auto effects = ReadEffects(run, outcome.effects);
   StoreOptions options;
   options.lock_timeout = std::chrono::seconds(5);
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(uri, options);
+  // The cluster may still be settling after the fault: wait for it to serve.
+  absl::StatusOr<std::unique_ptr<Store>> store = absl::UnknownError("not opened");
+  Eventually(
+      [&] {
+        store = OpenStore(uri, options);
+        return store.ok();
+      },
+      std::chrono::seconds(60));
   EXPECT_TRUE(store.ok()) << store.status();
   if (!store.ok()) return outcome;
   for (int k = 0; k < run.keys(); ++k) {

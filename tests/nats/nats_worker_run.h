@@ -15,9 +15,10 @@
 
 namespace idem::natstest {
 
-// A worker's totals, from its last "stat" line.
+// A worker's totals, from its last "stat" line (nats_key_worker.cc says what each counts).
 struct WorkerStats {
-  int64_t claimed = 0, completed = 0, takeovers = 0, lost = 0, unavailable = 0, finished = 0;
+  int64_t claimed = 0, completed = 0, takeovers = 0, lost = 0, unavailable = 0, finished = 0,
+          resumed = 0, confirmed = 0, slow = 0, waiting = 0;
 };
 
 struct Worker {
@@ -40,9 +41,12 @@ class WorkerRun {
   WorkerRun& operator=(const WorkerRun&) = delete;
   ~WorkerRun();  // kills the workers still running
 
-  // Starts a worker named `name` on the store `uri` with leases of `lease`. Failures to start
-  // are reported as test failures.
-  void Start(const std::string& name, const std::string& uri, std::chrono::milliseconds lease);
+  // Starts a worker named `name` on the store `uri` with leases of `lease`; the effects of keys
+  // slow_from .. slow_from+THREADS-1 take `slow_effect` (-1: none). Failures to start are
+  // reported as test failures.
+  void Start(const std::string& name, const std::string& uri, std::chrono::milliseconds lease,
+             int slow_from = -1,
+             std::chrono::milliseconds slow_effect = std::chrono::milliseconds(0));
 
   // Follows the workers' reports until `done(workers)` returns true (true), or until `bound`
   // passes or every worker has exited (false).
