@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# idem serve's unique-key throughput on each store (bench/RESULTS.md, "Key store on JetStream"):
+# the gateway benchmark's load (wrk -t2 -c64, POST /charges with bench/gateway/post.lua's JSON body
+# and a new Idempotency-Key per request: bench/store/unique.lua) to examples/charges, through one
+# idem serve on
+#   sqlite       SQLite, synchronous=FULL (the default), a fresh file under the build folder
+#   postgres     a private PostgreSQL server (scripts/pg-fixture.sh: fsync, synchronous_commit on)
+#   nats-1       a three-node JetStream cluster (scripts/nats-fixture.sh), R=3, 1 shard
+#   nats-4       the same cluster, R=3, 4 shards
+#   nats-2gw     two idem serve processes on one bucket (R=3, 1 shard), each loaded by its own
+#                wrk -t1 with half the connections at the same time; req/s is their sum
+# One line per row: "| row | req/s | p50 ms | p99 ms | requests | non-2xx | errors |".
+#
+#   bench/store/serve.sh [BUILD_DIR]     default build/release (cmake --preset release; targets
+#                                        idem charges)
+# Environment: DURATION (10s), CONNECTIONS (64), THREADS (2), ROWS (all of the above, by name).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build/release}
+duration=${DURATION:-10s}
+connections=${CONNECTIONS:-64}
+threads=${THREADS:-2}
+rows=" ${ROWS:-sqlite postgres nats-1 nats-4 nats-2gw} "
+idem_bin=$build/src/cli/idem
+charges_bin=$build/examples/charges/charges
+unique_lua=$root/bench/store/unique.lua
+for tool in wrk curl python3 "$idem_bin" "$charges_bin"; do
+  command -v "$tool" >/dev/null || { echo "missing: $tool" >&2; exit 1; }
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/idem-serve-bench.XXXXXX")
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  "$root/scripts/nats-fixture.sh" stop "$work/nats" >/dev/null 2>&1 || true
+  "$root/scripts/pg-fixture.sh" stop "$work/pg" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wanted() { [[ $rows == *" $1 "* ]]; }
+
+# start_idem STORE: starts idem serve in front of charges; sets idem_pid and idem_url.
+start_idem() {
+  local port admin
+  port=$(free_port)
+  admin=$(free_port)
+  "$idem_bin" serve --listen "127.0.0.1:$port" --upstream "$upstream" --store "$1" \
+    --admin "127.0.0.1:$admin" 2>>"$work/idem.log" &
+  idem_pid=$!
+  pids+=("$idem_pid")
+  idem_url=http://127.0.0.1:$port
+  for _ in $(seq 300); do
+    if curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null 2>&1; then return 0; fi
+    kill -0 "$idem_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "idem serve on $1 did not become ready:" >&2
+  tail -n 20 "$work/idem.log" >&2
+  return 1
+}
+stop_idem() {
+  kill -TERM "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+# load URL WRK_THREADS CONNECTIONS TAG: one wrk run of new keys (prefixed TAG); prints the RESULT
+# fields of unique.lua.
+load() {
+  local out
+  out=$(wrk -t"$2" -c"$3" -d"$duration" -s "$unique_lua" "$1" -- "$4" 2>&1)
+  grep '^RESULT' <<<"$out" | cut -d' ' -f2- || { echo "wrk failed: $out" >&2; return 1; }
+}
+# row NAME RESULT...: prints one table row.
+row() {
+  awk -v n="$1" -v r="$2" -v a="$3" -v b="$4" -v q="$5" -v x="$6" -v e="$7" \
+    'BEGIN { printf "| %s | %d | %.2f | %.2f | %d | %d | %d |\n", n, r, a / 1000, b / 1000, q, x, e }'
+}
+measure() {
+  local name=$1
+  start_idem "$2"
+  # shellcheck disable=SC2046
+  row "$name" $(load "$idem_url" "$threads" "$connections" "$name")
+  stop_idem "$idem_pid"
+}
+
+echo "idem serve unique keys per store: commit $(git -C "$root" rev-parse --short HEAD)," \
+  "wrk -t$threads -c$connections -d$duration; load average at start:$(uptime | sed 's/.*load average://')"
+charges_port=$(free_port)
+"$charges_bin" --listen "127.0.0.1:$charges_port" 2>"$work/charges.log" &
+pids+=($!)
+upstream=http://127.0.0.1:$charges_port
+for _ in $(seq 100); do curl -sf "$upstream/stats" >/dev/null && break; sleep 0.1; done
+
+echo "| row | req/s | p50 ms | p99 ms | requests | non-2xx | errors |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+if wanted sqlite; then measure sqlite "sqlite:$build/serve-bench.db"; rm -f "$build"/serve-bench.db*; fi
+if wanted postgres; then
+  "$root/scripts/pg-fixture.sh" start "$work/pg" >/dev/null
+  measure postgres "$(cat "$work/pg/uri")"
+  "$root/scripts/pg-fixture.sh" stop "$work/pg" >/dev/null
+fi
+if wanted nats-1 || wanted nats-4 || wanted nats-2gw; then
+  "$root/scripts/nats-fixture.sh" start "$work/nats" 3 >/dev/null
+  hosts=$(sed 's|nats://||g' "$work/nats/url")
+  if wanted nats-1; then measure nats-1 "nats://$hosts?replicas=3&bucket=serve1"; fi
+  if wanted nats-4; then measure nats-4 "nats://$hosts?replicas=3&shards=4&bucket=serve4"; fi
+  if wanted nats-2gw; then
+    store="nats://$hosts?replicas=3&bucket=serve2gw"
+    start_idem "$store"
+    first_pid=$idem_pid first_url=$idem_url
+    start_idem "$store"
+    load "$first_url" 1 $((connections / 2)) gw1 >"$work/gw1" &
+    wrk1=$!
+    load "$idem_url" 1 $((connections / 2)) gw2 >"$work/gw2"
+    wait "$wrk1"
+    read -r r1 p50a p99a n1 x1 e1 <"$work/gw1"
+    read -r r2 p50b p99b n2 x2 e2 <"$work/gw2"
+    row nats-2gw $((r1 + r2)) $(((p50a + p50b) / 2)) $((p99a > p99b ? p99a : p99b)) \
+      $((n1 + n2)) $((x1 + x2)) $((e1 + e2))
+    stop_idem "$idem_pid"
+    stop_idem "$first_pid"
+  fi
+fi
+echo "load average at end:$(uptime | sed 's/.*load average://')"
