@@ -70,27 +70,29 @@ function(idem_install_program)
   endif()
 endfunction()
 
-# idem_test(NAME SOURCES ... DEPS ... [LABELS ...] [FIXTURES F] [TEST_FILTER EXPR]): a GoogleTest
-# binary whose tests are registered one by one with CTest (those EXPR selects, a --gtest_filter
-# expression). One fixture at most: a list of fixtures does not survive gtest_discover_tests'
+# idem_test(NAME SOURCES ... DEPS ... [LABELS ...] [FIXTURES F] [TEST_FILTER EXPR] [COST N]): a
+# GoogleTest binary whose tests are registered one by one with CTest (those EXPR selects, a
+# --gtest_filter expression). COST: CTest starts tests of a higher cost first; give it to tests
+# of a minute or more, so that they overlap with the short ones instead of ending the run alone. One fixture at most: a list of fixtures does not survive gtest_discover_tests'
 # PROPERTIES (only its first would be required), so a test needing two is added by name with
 # add_test and set_tests_properties, and left out here by TEST_FILTER.
 function(idem_test name)
-  cmake_parse_arguments(ARG "" "TEST_FILTER" "SOURCES;DEPS;LABELS;FIXTURES" ${ARGN})
+  cmake_parse_arguments(ARG "" "TEST_FILTER;COST" "SOURCES;DEPS;LABELS;FIXTURES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock
     idem_build_flags)
-  idem_test_register(${name} TEST_FILTER "${ARG_TEST_FILTER}" LABELS ${ARG_LABELS}
-    FIXTURES ${ARG_FIXTURES})
+  idem_test_register(${name} TEST_FILTER "${ARG_TEST_FILTER}" COST "${ARG_COST}"
+    LABELS ${ARG_LABELS} FIXTURES ${ARG_FIXTURES})
 endfunction()
 
 # idem_test_register(NAME [TEST_PREFIX P] [TEST_FILTER EXPR] [LABELS ...] [FIXTURES F]
-# [ENVIRONMENT VAR=VALUE]): registers the tests of GoogleTest binary NAME (once more) with CTest:
+# [ENVIRONMENT VAR=VALUE] [COST N]): registers the tests of GoogleTest binary NAME (once more) with CTest:
 # those EXPR selects, named with the prefix P, run with VAR=VALUE in their environment. This is how
 # one binary runs its tests on several stores (IDEM_E2E_STORE=postgres, tests/cli/e2e_store.h)
 # instead of being compiled once per store. One fixture and one variable at most (see idem_test).
 function(idem_test_register name)
-  cmake_parse_arguments(ARG "" "TEST_PREFIX;TEST_FILTER;ENVIRONMENT" "LABELS;FIXTURES" ${ARGN})
+  cmake_parse_arguments(ARG "" "TEST_PREFIX;TEST_FILTER;ENVIRONMENT;COST" "LABELS;FIXTURES"
+    ${ARGN})
   list(LENGTH ARG_FIXTURES fixture_count)
   if(fixture_count GREATER 1)
     message(FATAL_ERROR "idem_test(${name}): FIXTURES takes one fixture (got ${ARG_FIXTURES}); "
@@ -105,6 +107,9 @@ function(idem_test_register name)
   endif()
   if(ARG_ENVIRONMENT)
     list(APPEND props ENVIRONMENT "${ARG_ENVIRONMENT}")
+  endif()
+  if(ARG_COST)
+    list(APPEND props COST "${ARG_COST}")
   endif()
   set(options "")
   if(ARG_TEST_FILTER)
