@@ -11,7 +11,9 @@
 //     is its own claim; another's live lease is waited for, another's lapsed lease taken over;
 //   - runs the effect: appends "KEY OWNER FENCE\n" to EFFECTS_FILE with one O_APPEND write; the
 //     effects of keys SLOW_FROM .. SLOW_FROM+THREADS-1 (one per thread) then take EFFECT_MS more
-//     (a slow upstream call, during which the key is held; SLOW_FROM -1: none);
+//     (a slow upstream call, during which the key is held; SLOW_FROM -1: none); a negative
+//     EFFECT_MS instead delays this process's first claim of those keys by -EFFECT_MS, so that
+//     another process with slow effects claims them first;
 //   - completes with the body "key=KEY by=OWNER fence=FENCE"; a refused completion (Aborted) is
 //     checked with a read: the record finished with its own fence was an earlier attempt of its
 //     own whose answer was lost; anything else is a key it lost (it never writes again).
@@ -43,7 +45,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr auto kDeadline = 150s;
+constexpr auto kDeadline = 240s;
 constexpr char kFingerprint[] = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
 
 struct Config {
@@ -85,7 +87,7 @@ int64_t NowMs() {
 
 [[noreturn]] void Fail(const std::string& what, const absl::Status& status) {
   Print(fmt::format("error {}: {}", what, status.ToString()));
-  std::exit(1);
+  std::_Exit(1);  // other threads still use the store: no static destructors
 }
 
 class KeyRunner {
@@ -99,13 +101,15 @@ class KeyRunner {
 
   void Run(int k) {
     const idem::Scope scope{"t", fmt::format("key-{:04d}", k)};
+    const bool band = k >= config_.slow_from && k < config_.slow_from + config_.threads;
+    if (band && config_.effect.count() < 0) std::this_thread::sleep_for(-config_.effect);
     const int64_t fence = Acquire(scope);
     if (fence == 0) return;  // finished by another
     const std::string line = fmt::format("{} {} {}\n", scope.key, owner_, fence);
     if (write(config_.effects_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
       Fail("effect", absl::InternalError("write to the effects file failed"));
     }
-    if (k >= config_.slow_from && k < config_.slow_from + config_.threads) {
+    if (band && config_.effect.count() > 0) {
       Report(counters_, counters_.slow);
       std::this_thread::sleep_for(config_.effect);
       Report(counters_, counters_.slow, -1);
@@ -195,7 +199,7 @@ class KeyRunner {
   void Pause() {
     if (std::chrono::steady_clock::now() > deadline_) {
       Print(fmt::format("error deadline passed in {}", owner_));
-      std::exit(3);
+      std::_Exit(3);
     }
     std::this_thread::sleep_for(10ms);
   }

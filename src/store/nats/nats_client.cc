@@ -37,7 +37,18 @@ bool IsValue(natsMsg* msg) {
 }  // namespace
 
 absl::Status TranslateNatsError(natsStatus status, int js_code, std::string_view what) {
-  const std::string detail = LastError(status);
+  return TranslateJetStreamError(status, js_code, LastError(status), what);
+}
+
+absl::Status TranslateJetStreamError(natsStatus status, int js_code, std::string_view text,
+                                     std::string_view what) {
+  const std::string detail = text.empty() ? natsStatus_GetText(status) : std::string(text);
+  if (status != NATS_OK && detail.find("not leader") != std::string::npos) {
+    return absl::UnavailableError(fmt::format(
+        "{}: the server answered that it is no longer the stream's leader (an election is under "
+        "way); if this was a write, its outcome is unknown: {}",
+        what, detail));
+  }
   switch (status) {
     case NATS_OK:
       return absl::OkStatus();

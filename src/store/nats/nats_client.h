@@ -41,8 +41,15 @@ struct BucketSpec {
   std::string description;  // "idem key store, shard I of N"
 };
 
-// Translates libnats' `status` (and JetStream's error code) of `what` into absl::Status.
+// Translates libnats' `status` (and JetStream's error code) of `what` into absl::Status, with
+// libnats' last error of this thread as its text.
 absl::Status TranslateNatsError(natsStatus status, int js_code, std::string_view what);
+
+// The same with the error's text given: the text decides too, for what JetStream reports without
+// an error code ("raft: not leader", from a server that lost a stream's leadership while the write
+// was on its way: Unavailable, to retry, as during any leader election).
+absl::Status TranslateJetStreamError(natsStatus status, int js_code, std::string_view text,
+                                     std::string_view what);
 
 class JetStreamClient {
  public:

@@ -32,8 +32,9 @@ void OnAck(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* closur
       } else if (error != nullptr && error->ErrCode == JSStreamWrongLastSequenceErr) {
         result = std::optional<uint64_t>();
       } else {
-        result = TranslateNatsError(error != nullptr ? error->Err : NATS_ERR,
-                                    error != nullptr ? error->ErrCode : 0, "claiming a key");
+        result = TranslateJetStreamError(
+            error != nullptr ? error->Err : NATS_ERR, error != nullptr ? error->ErrCode : 0,
+            error != nullptr && error->ErrText != nullptr ? error->ErrText : "", "claiming a key");
       }
       (*pending->answered)[it->second] = true;
       pending->index.erase(it);
