@@ -184,14 +184,22 @@ Reply Consumer::ShowCustomer(const std::string& customer) {
     return {Problem(404, "customer-not-found", "No events of this customer yet",
                     fmt::format("no payment of customer '{}' has arrived yet", customer))};
   }
+  std::array<int64_t, 4> n{};
   const SqlRow& row = rows->front();
+  for (size_t i = 0; i < n.size(); ++i) {
+    const auto* value = i < row.size() ? std::get_if<int64_t>(&row[i]) : nullptr;
+    if (value == nullptr) {
+      return {ProblemFor(absl::InternalError("a totals row is not four integers"))};
+    }
+    n[i] = *value;
+  }
   json::object totals;
   totals["customer"] = customer;
-  totals["payments"] = std::get<int64_t>(row[0]);
-  totals["refunds"] = std::get<int64_t>(row[1]);
-  totals["paid"] = std::get<int64_t>(row[2]);
-  totals["refunded"] = std::get<int64_t>(row[3]);
-  totals["total"] = std::get<int64_t>(row[2]) - std::get<int64_t>(row[3]);
+  totals["payments"] = n[0];
+  totals["refunds"] = n[1];
+  totals["paid"] = n[2];
+  totals["refunded"] = n[3];
+  totals["total"] = n[2] - n[3];
   return {JsonResponse(200, json::serialize(totals))};
 }
 

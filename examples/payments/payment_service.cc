@@ -50,6 +50,18 @@ int64_t NowMs() {
       .count();
 }
 
+// The text in column `i` of `row`; nullopt when there is none or it is not text.
+std::optional<std::string> TextAt(const SqlRow& row, size_t i) {
+  if (i >= row.size() || !std::holds_alternative<std::string>(row[i])) return std::nullopt;
+  return std::get<std::string>(row[i]);
+}
+
+// The integer in column `i` of `row`; nullopt when there is none or it is not an integer.
+std::optional<int64_t> IntAt(const SqlRow& row, size_t i) {
+  if (i >= row.size() || !std::holds_alternative<int64_t>(row[i])) return std::nullopt;
+  return std::get<int64_t>(row[i]);
+}
+
 // The path of `target` without its query.
 std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
 
@@ -93,10 +105,9 @@ absl::StatusOr<StoredResponse> RefusedRefund(Transaction& tx, const std::string&
                                "returned",
                                payment_id));
   }
-  const SqlRow& row = rows->front();
-  const auto* total = std::get_if<int64_t>(&row[0]);
-  const auto* refunded = std::get_if<int64_t>(&row[3]);
-  if (total == nullptr || refunded == nullptr) {
+  const std::optional<int64_t> total = IntAt(rows->front(), 0);
+  const std::optional<int64_t> refunded = IntAt(rows->front(), 3);
+  if (!total.has_value() || !refunded.has_value()) {
     return absl::InternalError("payments.amount or payments.refunded is not an integer");
   }
   return Problem(422, "refund-exceeds-payment", "The refund is larger than what is left",
@@ -110,10 +121,9 @@ absl::StatusOr<StoredResponse> WriteRefund(Transaction& tx, const std::string& p
   auto taken = tx.Query(kTakeRefund, take);
   if (!taken.ok()) return taken.status();
   if (taken->empty()) return RefusedRefund(tx, payment_id, amount);
-  const SqlRow& row = taken->front();
-  const auto* currency = std::get_if<std::string>(&row[0]);
-  const auto* customer = std::get_if<std::string>(&row[1]);
-  if (currency == nullptr || customer == nullptr) {
+  const std::optional<std::string> currency = TextAt(taken->front(), 0);
+  const std::optional<std::string> customer = TextAt(taken->front(), 1);
+  if (!currency.has_value() || !customer.has_value()) {
     return absl::InternalError("payments.currency or payments.customer is not text");
   }
   const std::string id = "re_" + NewUuidV7();
@@ -230,12 +240,19 @@ Reply PaymentService::ShowPayment(const std::string& payment_id) {
                     fmt::format("there is no payment '{}'", payment_id))};
   }
   const SqlRow& row = rows->front();
+  const std::optional<int64_t> amount = IntAt(row, 0);
+  const std::optional<std::string> currency = TextAt(row, 1);
+  const std::optional<std::string> customer = TextAt(row, 2);
+  const std::optional<int64_t> refunded = IntAt(row, 3);
+  if (!amount || !currency || !customer || !refunded) {
+    return {ProblemFor(absl::InternalError("a payments row is not of the expected types"))};
+  }
   json::object payment;
   payment["id"] = payment_id;
-  payment["amount"] = std::get<int64_t>(row[0]);
-  payment["currency"] = std::get<std::string>(row[1]);
-  payment["customer"] = std::get<std::string>(row[2]);
-  payment["refunded"] = std::get<int64_t>(row[3]);
+  payment["amount"] = *amount;
+  payment["currency"] = *currency;
+  payment["customer"] = *customer;
+  payment["refunded"] = *refunded;
   return {JsonResponse(200, json::serialize(payment))};
 }
 
