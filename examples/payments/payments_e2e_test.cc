@@ -1,5 +1,8 @@
 // idem-payments end to end: the real process, on SQLite and on PostgreSQL (IDEM_E2E_STORE).
+#include <signal.h>
+
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -173,6 +176,62 @@ TEST_F(PaymentsE2e, UnknownRoutesAndMethodsAreProblems) {
   ExpectProblem(e2e::Send(port_, "GET", "/nothing"), 404);
   ExpectProblem(e2e::Send(port_, "GET", "/payments"), 405);
   ExpectProblem(e2e::Send(port_, "GET", "/payments/pay_nope"), 404);
+}
+
+}  // namespace
+}  // namespace idem::payments::testing
+
+namespace idem::payments::testing {
+namespace {
+
+TEST_F(PaymentsE2e, IdemOutboxListShowsOneMessagePerPaymentAndRefund) {
+  const std::string id = CreatePayment(700, "cus_5", "p");
+  ASSERT_EQ(Post("/payments/" + id + "/refunds", R"({"amount":100})", "r").status, 201);
+  e2e::RunResult listed = e2e::RunToExit(
+      {IDEM_BINARY, "outbox", "list", "--store", uri_, "--format", "json"}, dir_.string());
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  std::error_code ec;
+  boost::json::value doc = boost::json::parse(listed.output, ec);
+  ASSERT_FALSE(ec) << listed.output;
+  ASSERT_TRUE(doc.is_array());
+  ASSERT_EQ(doc.as_array().size(), 2u);
+  EXPECT_EQ(doc.as_array()[0].at("topic"), "payment.created");
+  EXPECT_EQ(doc.as_array()[1].at("topic"), "refund.created");
+  for (const auto& message : doc.as_array()) {
+    EXPECT_EQ(message.at("aggregate_key"), boost::json::value(id));
+    EXPECT_EQ(message.at("state"), "pending");
+  }
+}
+
+TEST_F(PaymentsE2e, SigtermStopsTheServiceWithExitZero) {
+  ASSERT_EQ(Post("/payments", kPayment, "before-stop").status, 201);
+  service_->Signal(SIGTERM);
+  EXPECT_EQ(service_->Wait(std::chrono::seconds(10)), 0)
+      << e2e::ReadFile((dir_ / "service.log").string());
+}
+
+TEST_F(PaymentsE2e, BadCommandLinesExitTwoAndAnUnusableStoreExitsOne) {
+  const std::string scratch = dir_.string();
+  EXPECT_EQ(e2e::RunToExit({IDEM_PAYMENTS_BINARY}, scratch).exit_code, 2);
+  EXPECT_EQ(e2e::RunToExit({IDEM_PAYMENTS_BINARY, "--listen", "127.0.0.1:1"}, scratch).exit_code,
+            2);
+  EXPECT_EQ(
+      e2e::RunToExit({IDEM_PAYMENTS_BINARY, "consume", "--listen", "127.0.0.1:1", "--store", uri_},
+                     scratch)
+          .exit_code,
+      2);  // no --secret
+  e2e::RunResult bad_secret =
+      e2e::RunToExit({IDEM_PAYMENTS_BINARY, "consume", "--listen", "127.0.0.1:1", "--store", uri_,
+                      "--secret", "not-a-secret"},
+                     scratch);
+  EXPECT_EQ(bad_secret.exit_code, 1) << bad_secret.output;
+  e2e::RunResult bad_store = e2e::RunToExit(
+      {IDEM_PAYMENTS_BINARY, "--listen", "127.0.0.1:1", "--store", "mysql://x"}, scratch);
+  EXPECT_EQ(bad_store.exit_code, 1) << bad_store.output;
+  e2e::RunResult bad_listen =
+      e2e::RunToExit({IDEM_PAYMENTS_BINARY, "--listen", "nowhere", "--store", uri_}, scratch);
+  EXPECT_EQ(bad_listen.exit_code, 1) << bad_listen.output;
+  EXPECT_NE(bad_listen.output.find("HOST:PORT"), std::string::npos) << bad_listen.output;
 }
 
 }  // namespace
