@@ -1,5 +1,7 @@
 #include "cli/allocator_tuning.h"
 
+#include <cstdlib>  // defines __GLIBC__ on glibc, which the test below needs
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
