@@ -9,10 +9,14 @@ namespace idem::relay {
 namespace {
 
 // A message `o` that is pending and due at $1, with no earlier unsent message of its aggregate
-// that waits for a later attempt, nor (when $2 = 0) a dead one.
+// that waits for a later attempt, nor (when $2 = 0) a dead one. "e.state <> 'sent'" adds nothing
+// to the meaning: it lets the planner use the partial index idem_outbox_unsent (aggregate_key,
+// seq); without it SQLite searched every earlier row for each candidate (quadratic: 469
+// messages/s at batch 1000 over 20,000 messages).
 constexpr std::string_view kRunnable =
     "o.state = 'pending' AND o.next_attempt_ms <= $1 AND NOT EXISTS ("
     "SELECT 1 FROM idem_outbox e WHERE e.aggregate_key = o.aggregate_key AND e.seq < o.seq AND "
+    "e.state <> 'sent' AND "
     "((e.state = 'pending' AND e.next_attempt_ms > $1) OR (e.state = 'dead' AND $2 = 0)))";
 
 // ... and whose aggregate no relay holds a live lease on (PostgreSQL).
