@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "nats_test_support.h"
 
@@ -85,6 +88,38 @@ TEST_F(NatsClientTest, ReadAllGivesTheLastValueOfEveryLiveKey) {
   ASSERT_EQ(all->size(), 2u);
   EXPECT_EQ((*all)[0].key, "a");
   EXPECT_EQ((*all)[1].value, "4");
+}
+
+// Regression: the watcher behind ReadAll delivers every message written while it reads, so a key
+// written during a listing came back once per revision (`idem keys list` showed it several times).
+TEST_F(NatsClientTest, ReadAllGivesEachKeyOnceWhileAKeyIsBeingRewritten) {
+  constexpr int kKeys = 200;
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(client_->Write(bucket_, "k" + std::to_string(i), "v", 0)->has_value());
+  }
+  auto hot = client_->Write(bucket_, "hot", "0", 0);
+  ASSERT_TRUE(hot.ok() && hot->has_value());
+  std::atomic<bool> stop{false};
+  std::thread writer([&, revision = **hot]() mutable {
+    for (int n = 1; !stop.load(); ++n) {
+      auto next = client_->Write(bucket_, "hot", std::to_string(n), revision);
+      if (next.ok() && next->has_value()) revision = **next;
+    }
+  });
+  for (int listing = 0; listing < 20; ++listing) {
+    auto all = client_->ReadAll(bucket_);
+    if (!all.ok()) {
+      ADD_FAILURE() << all.status();
+      continue;
+    }
+    std::set<std::string> keys;
+    for (const Entry& entry : *all) {
+      EXPECT_TRUE(keys.insert(entry.key).second) << entry.key << " listed twice";
+    }
+    EXPECT_EQ(keys.size(), kKeys + 1u);
+  }
+  stop.store(true);
+  writer.join();
 }
 
 TEST_F(NatsClientTest, ReadAllOfAnEmptyBucketIsEmpty) {

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "store/nats/nats_client.h"
 
@@ -17,6 +20,18 @@ int64_t Nanos(Millis ms) {
 
 std::string Duration(int64_t nanos) {
   return fmt::format("{} s", static_cast<double>(nanos) / 1e9);
+}
+
+Entry ToEntry(kvEntry* e) {
+  Entry entry;
+  entry.key = kvEntry_Key(e);
+  entry.revision = kvEntry_Revision(e);
+  entry.present = kvEntry_Operation(e) == kvOp_Put;
+  if (entry.present && kvEntry_ValueLen(e) > 0) {
+    entry.value.assign(static_cast<const char*>(kvEntry_Value(e)),
+                       static_cast<size_t>(kvEntry_ValueLen(e)));
+  }
+  return entry;
 }
 
 }  // namespace
@@ -97,34 +112,36 @@ absl::Status JetStreamClient::EnsureBucket(const std::string& bucket, const Buck
       fmt::format("bucket '{}' was created and deleted again while idem opened it", bucket));
 }
 
+// The watcher delivers each key's last entry, then every message written since it started, until
+// it has caught up (the null marker): a key written during the listing comes again, once per
+// revision, and an ordered consumer recreated under load (missed heartbeats) may deliver an entry
+// again too. So the highest revision of each key decides, and a key whose highest is a delete or
+// purge marker is left out. Keys keep the order of their first delivery.
 absl::StatusOr<std::vector<Entry>> JetStreamClient::ReadAll(const std::string& bucket) {
   kvStore* kv = nullptr;
   natsStatus s = js_KeyValue(&kv, js_, bucket.c_str());
   if (s != NATS_OK) return TranslateNatsError(s, 0, fmt::format("opening bucket '{}'", bucket));
-  kvWatchOptions options;
-  kvWatchOptions_Init(&options);
-  options.IgnoreDeletes = true;
   kvWatcher* watcher = nullptr;
-  s = kvStore_WatchAll(&watcher, kv, &options);
+  s = kvStore_WatchAll(&watcher, kv, nullptr);  // markers too: a later delete must hide the key
   std::vector<Entry> entries;
+  std::unordered_map<std::string, size_t> index;  // key -> its place in `entries`
   while (s == NATS_OK) {
     kvEntry* e = nullptr;
     s = kvWatcher_Next(&e, watcher, timeout_.count());
     if (s != NATS_OK || e == nullptr) break;  // null: every key's last entry was delivered
-    Entry entry;
-    entry.key = kvEntry_Key(e);
-    entry.revision = kvEntry_Revision(e);
-    entry.present = true;
-    if (kvEntry_ValueLen(e) > 0) {
-      entry.value.assign(static_cast<const char*>(kvEntry_Value(e)),
-                         static_cast<size_t>(kvEntry_ValueLen(e)));
-    }
-    entries.push_back(std::move(entry));
+    Entry entry = ToEntry(e);
     kvEntry_Destroy(e);
+    auto [at, first] = index.try_emplace(entry.key, entries.size());
+    if (first) {
+      entries.push_back(std::move(entry));
+    } else if (entry.revision > entries[at->second].revision) {
+      entries[at->second] = std::move(entry);
+    }
   }
   kvWatcher_Destroy(watcher);
   kvStore_Destroy(kv);
   if (s != NATS_OK) return TranslateNatsError(s, 0, fmt::format("listing bucket '{}'", bucket));
+  std::erase_if(entries, [](const Entry& entry) { return !entry.present; });
   return entries;
 }
 

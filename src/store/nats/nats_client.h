@@ -95,7 +95,8 @@ class JetStreamClient {
   absl::StatusOr<bool> Delete(const std::string& bucket, const std::string& key, uint64_t expected,
                               bool purge);
 
-  // The last entry of every key that holds a value. Errors: Unavailable.
+  // The last entry of every key that holds a value, each key once (its highest revision seen, even
+  // when it is written during the call). Errors: Unavailable.
   absl::StatusOr<std::vector<Entry>> ReadAll(const std::string& bucket);
 
  private:
