@@ -5,7 +5,8 @@
 //   transaction → record the outcome → COMMIT
 //
 // so the effect, the key and the stored response commit together or not at all. Every later
-// arrival of the key gets the stored response back without running the effect.
+// arrival of the key gets the stored response back without running the effect. RunOnceIn does
+// the same inside a transaction the caller began and commits itself.
 //
 // Thread-safety: a Guard is safe to use from many threads at once (it only reads its options and
 // opens a transaction per call).
@@ -108,6 +109,38 @@ class Guard {
   Store& store_;
   GuardOptions options_;
 };
+
+// Runs `effect` at most once for `scope` inside `tx`, a transaction the caller began and ends
+// itself: one borrowed from its own connection (idem/borrowed_transaction.h) or one of
+// Store::Begin. The claim, the effect's writes and the outcome go into `tx` beside the caller's
+// own writes, under a savepoint, and are kept only if the caller commits `tx`; RunOnceIn never
+// commits or rolls back `tx`. Returns, like Guard::Run:
+//  - completed (state kCompleted): the effect's writes and the record are in `tx`: commit it.
+//  - failed_final (kFailedFinal): the effect's writes were rolled back to the guard's savepoint;
+//    the error record is in `tx`: commit it, and the error is replayed from then on.
+//  - transient (kInProgress, the response returned but not stored): the guard rolled its claim
+//    and the effect's writes back to its savepoint, so `tx` holds nothing of the guard's and
+//    committing it commits only the caller's own writes; the next arrival runs the effect.
+//  - replayed = true: the stored outcome of an earlier, committed arrival; the effect did not
+//    run and the guard wrote nothing (the caller's own writes are its own to keep or undo).
+// Concurrency: on PostgreSQL, a second caller of the same key waits at its claim until the
+// first's transaction ends, then replays its outcome (or runs the effect, if it rolled back), as
+// Guard::Run does; on a borrowed connection the wait is bounded only by the session's
+// lock_timeout. On SQLite, begin the caller's transaction with BEGIN IMMEDIATE: it takes
+// SQLite's one write lock at once, so a second caller waits at its own BEGIN (for its busy
+// timeout) and then replays; under a plain BEGIN the claim must upgrade a read lock to the
+// write lock, which SQLite cannot wait for, and fails with Unavailable when another writer
+// committed in between.
+// Errors: as Guard::Run's (FailedPrecondition for another fingerprint, DataLoss, Aborted,
+// Unavailable, the effect's own error); never retried (the transaction is the caller's). After
+// an error the guard's claim and the effect's writes are rolled back to its savepoint, so `tx`
+// holds only the caller's own writes, unless tx.Doomed() is not OK (the store failed, or the
+// transaction was ended): then roll `tx` back. An exception thrown by the effect propagates and
+// leaves the effect's writes in `tx`: roll it back.
+// REQUIRES: no other call uses `tx` meanwhile.
+absl::StatusOr<GuardResult> RunOnceIn(StoreTransaction& tx, const Scope& scope,
+                                      std::string_view fingerprint, const Effect& effect,
+                                      const GuardOptions& options = {});
 
 }  // namespace idem
 

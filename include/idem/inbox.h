@@ -10,7 +10,9 @@
 //   commit
 //
 // The effect and the record commit together or not at all: a redelivered message is skipped,
-// one whose first consumption rolled back is applied when it comes again.
+// one whose first consumption rolled back is applied when it comes again. `tx` is a transaction
+// of an idem store (Store::Begin, or the guard's) or one the application began on its own
+// connection and borrowed (idem/borrowed_transaction.h), which it then commits itself.
 //
 // Thread-safety: safe from many threads at once, each with its own Transaction.
 #ifndef IDEM_INBOX_H_

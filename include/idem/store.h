@@ -258,19 +258,21 @@ class StoreTransaction : public Transaction {
   // unknown (the connection was lost while COMMIT was under way; the message says "outcome is
   // unknown"): it may have committed, so look the key up, or retry with the same key, which
   // replays the outcome if it did; Internal when the transaction had failed (a statement failed
-  // and was not rolled back to a savepoint) or was already ended.
+  // and was not rolled back to a savepoint) or was already ended. A borrowed transaction
+  // (idem/borrowed_transaction.h) is ended by its owner: FailedPrecondition, nothing done.
   virtual absl::Status Commit() = 0;
-  // Rolls back. Safe to call more than once.
+  // Rolls back. Safe to call more than once. A borrowed transaction: FailedPrecondition, as Commit.
   virtual absl::Status Rollback() = 0;
 
   // OK while the transaction can still commit; otherwise why it cannot, as only the store sets
   // it (an effect cannot forge it by returning a status): Unavailable when the database ended
   // or broke the transaction (disk full, I/O error, lost connection, serialization failure,
   // deadlock, lock timeout, a failed savepoint statement, a failed commit); Internal when the
-  // transaction was ended or split outside the store (through native_handle()). Once doomed, a
-  // transaction stays doomed and every call but Rollback() returns this status; nothing of it
-  // is committed. The guard retries (GuardOptions::transient_retries) and aborts a batch only
-  // for a doomed transaction.
+  // transaction was ended or split outside the store (through native_handle()); for a borrowed
+  // transaction, FailedPrecondition when its owner ended it. Once doomed, a transaction stays
+  // doomed and every call but Rollback() returns this status; nothing of it is committed (a
+  // borrowed one's owner must roll it back). The guard retries (GuardOptions::transient_retries)
+  // and aborts a batch only for a doomed transaction.
   virtual absl::Status Doomed() const = 0;
 };
 

@@ -193,4 +193,17 @@ absl::StatusOr<GuardResult> Guard::RunInTransaction(StoreTransaction& tx, const 
                  options_);
 }
 
+absl::StatusOr<GuardResult> RunOnceIn(StoreTransaction& tx, const Scope& scope,
+                                      std::string_view fingerprint, const Effect& effect,
+                                      const GuardOptions& options) {
+  // The call gets a savepoint of its own: undoing it must leave the caller's writes in place.
+  IDEM_RETURN_IF_ERROR(tx.Savepoint(kCallSavepoint));
+  const CallArgs call{scope, fingerprint, effect, /*call_savepoint=*/true};
+  if (!options.owner.empty()) return RunCall(tx, call, options);
+  static const std::string* const kOwner = new std::string(guard_internal::DefaultOwner());
+  GuardOptions named = options;
+  named.owner = *kOwner;
+  return RunCall(tx, call, named);
+}
+
 }  // namespace idem

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "store/testing/caller_connection.h"
 #include "store/testing/store_conformance.h"
 
 namespace idem::pgtest {
@@ -37,6 +38,10 @@ absl::StatusOr<std::vector<std::vector<std::string>>> AdminQuery(std::string_vie
 // The StoreFactory the store conformance suite and the guard suites run PostgreSQL through: each
 // open_fresh makes a fresh schema on the fixture's server; open_again reopens the newest one.
 testing::StoreFactory PostgresStoreFactory();
+
+// The CallerFactory the borrowed-transaction suites run PostgreSQL through: a plain libpq
+// connection to a fresh schema, with idem's schema in it when asked.
+testing::CallerFactory PostgresCallerFactory();
 
 // Restarts the server (pg_ctl restart -m fast) and returns once it accepts connections again.
 // Every other test on that server sees its connections drop: only a test with a server of its own

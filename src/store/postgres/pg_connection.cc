@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::s
   }
   // Notices ("relation already exists, skipping") are not errors; keep them off stderr.
   PQsetNoticeProcessor(conn, &IgnoreNotice, nullptr);
-  std::unique_ptr<PgConnection> connection(new PgConnection(conn));
+  std::unique_ptr<PgConnection> connection(new PgConnection(conn, /*owned=*/true));
   if (!session_sql.empty()) {
     Result result(PQexec(conn, session_sql.c_str()));
     absl::Status status = StatusFromResult(result.get(), conn, "session settings");
@@ -49,9 +49,18 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::s
   return connection;
 }
 
-PgConnection::~PgConnection() { PQfinish(conn_); }
+std::unique_ptr<PgConnection> PgConnection::Borrow(PGconn* conn) {
+  return std::unique_ptr<PgConnection>(new PgConnection(conn, /*owned=*/false));
+}
+
+PgConnection::~PgConnection() {
+  if (owned_) PQfinish(conn_);
+}
 
 PgConnection::Prepared PgConnection::NameFor(const std::string& cache_key) {
+  // A prepared statement would outlive this wrapper on a borrowed connection, and its name
+  // could meet the next wrapper's.
+  if (!owned_) return {};
   if (auto it = prepared_.find(cache_key); it != prepared_.end()) {
     return {cache_key, it->second, true};
   }

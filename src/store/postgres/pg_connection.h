@@ -37,6 +37,10 @@ class PgConnection final {
                                                                std::string_view target,
                                                                const std::string& session_sql,
                                                                int connect_timeout_s);
+  // Wraps a connection its caller opened and keeps (idem/borrowed_transaction.h): destroying the
+  // PgConnection leaves `conn` open, and statements run unnamed, so that no prepared statement of
+  // idem's is left on it. REQUIRES: `conn` outlives the PgConnection.
+  static std::unique_ptr<PgConnection> Borrow(PGconn* conn);
   PgConnection(const PgConnection&) = delete;
   PgConnection& operator=(const PgConnection&) = delete;
   ~PgConnection();
@@ -78,7 +82,7 @@ class PgConnection final {
   std::chrono::steady_clock::time_point last_used() const { return last_used_; }
 
  private:
-  explicit PgConnection(PGconn* conn) : conn_(conn) {}
+  PgConnection(PGconn* conn, bool owned) : conn_(conn), owned_(owned) {}
 
   // The name `sql` is prepared under on this connection, or empty to run it unnamed.
   struct Prepared {
@@ -100,6 +104,7 @@ class PgConnection final {
   absl::Status Failed(const PGresult* result, absl::Status status);
 
   PGconn* conn_;
+  const bool owned_;  // false: borrowed (Borrow), closed by its owner
   bool broken_ = false;
   bool lost_ = false;
   bool failed_deferred_ = false;

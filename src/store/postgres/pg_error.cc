@@ -52,6 +52,14 @@ absl::Status StatusFromSqlState(std::string_view sqlstate, std::string_view mess
                                "; an earlier statement of this transaction failed: it is good "
                                "only for rolling back (to a savepoint, or whole)");
   }
+  if (sqlstate == "42P01" && Contains(message, "relation \"idem_")) {
+    // Only a database idem never opened lacks idem's tables (a caller's own connection,
+    // idem/borrowed_transaction.h): say how to get them.
+    return absl::FailedPreconditionError(
+        text +
+        "; the database (or the schema your search_path names) lacks idem's schema: open it "
+        "once with idem::OpenStore(\"postgresql://...\"), which applies idem's migrations");
+  }
   if (sqlstate.starts_with("42") || sqlstate.starts_with("22") || sqlstate.starts_with("23") ||
       sqlstate.starts_with("3F") || sqlstate.starts_with("0A")) {
     return absl::InvalidArgumentError(text);

@@ -18,7 +18,8 @@ namespace idem::postgres {
 //   statement timeout or cancel, class 08 connection, 57P01..57P03 server shutting down or
 //   starting, class 53 insufficient resources → Unavailable; 28P01 wrong password →
 //   Unauthenticated; 28000 and 42501 → PermissionDenied; 3D000 unknown database → NotFound; 25P02 →
-//   FailedPrecondition (the transaction already failed); anything else → Internal.
+//   Internal (the transaction already failed); 42P01 for a table idem_* (idem's schema
+//   is missing) → FailedPrecondition; anything else → Internal.
 // `what` names the operation, e.g. "claim of key 'k'".
 absl::Status StatusFromSqlState(std::string_view sqlstate, std::string_view message,
                                 std::string_view what);

@@ -15,7 +15,7 @@ constexpr auto kCheckIdleAfter = std::chrono::seconds(10);
 }  // namespace
 
 PooledConnection::~PooledConnection() {
-  if (conn_ != nullptr) pool_->Return(std::move(conn_));
+  if (conn_ != nullptr && pool_ != nullptr) pool_->Return(std::move(conn_));
 }
 
 ConnectionPool::ConnectionPool(std::string conninfo, std::string target, std::string session_sql,

@@ -21,6 +21,7 @@ class ConnectionPool;
 
 // A connection on loan; goes back to its pool when destroyed (or is closed, if it is broken or
 // still inside a transaction). It keeps its pool alive, so a transaction may outlive its store.
+// One of no pool (a null `pool`: a borrowed connection) only destroys its PgConnection.
 class PooledConnection final {
  public:
   PooledConnection(std::shared_ptr<ConnectionPool> pool, std::unique_ptr<PgConnection> conn)

@@ -67,7 +67,41 @@ void PostgresTransaction::DeferBegin(PgConnection& c) {
   }
 }
 
-PostgresTransaction::~PostgresTransaction() { Rollback().IgnoreError(); }
+PostgresTransaction::PostgresTransaction(Borrowed, PooledConnection conn,
+                                         const StoreOptions& options, Clock& clock)
+    : conn_(std::move(conn)), options_(options), clock_(clock), sent_(true), borrowed_(true) {}
+
+absl::StatusOr<std::unique_ptr<PostgresTransaction>> PostgresTransaction::Borrow(
+    PooledConnection conn, const StoreOptions& options, Clock& clock) {
+  switch (PQtransactionStatus(conn->raw())) {
+    case PQTRANS_INTRANS:
+      return std::unique_ptr<PostgresTransaction>(
+          new PostgresTransaction(Borrowed{}, std::move(conn), options, clock));
+    case PQTRANS_IDLE:
+      return absl::FailedPreconditionError(
+          "no transaction is open on this PostgreSQL connection: run BEGIN on it first, then "
+          "borrow it; idem works inside your transaction and leaves COMMIT or ROLLBACK to you");
+    case PQTRANS_INERROR:
+      return absl::FailedPreconditionError(
+          "the transaction on this PostgreSQL connection has failed (a statement failed), so "
+          "the server refuses every statement until ROLLBACK: roll it back, begin again, and "
+          "borrow the connection then");
+    case PQTRANS_ACTIVE:
+      return absl::FailedPreconditionError(
+          "a command is still under way on this PostgreSQL connection: read all its results "
+          "(PQgetResult until null) before borrowing it");
+    default:
+      return absl::UnavailableError(
+          "this PostgreSQL connection is broken (PQtransactionStatus is PQTRANS_UNKNOWN): "
+          "reconnect, begin a transaction and borrow it then");
+  }
+}
+
+PostgresTransaction::~PostgresTransaction() {
+  // A borrowed transaction's deferred statements are dropped with it: only SAVEPOINT and RELEASE
+  // wait there, and a savepoint left open changes nothing of what the owner commits.
+  if (!borrowed_) Rollback().IgnoreError();
+}
 
 absl::StatusOr<PgConnection*> PostgresTransaction::Open(bool sending) {
   if (!conn_.has_value()) {
@@ -78,7 +112,11 @@ absl::StatusOr<PgConnection*> PostgresTransaction::Open(bool sending) {
   PgConnection& conn = **conn_;
   if (sent_) {
     const PGTransactionStatusType state = PQtransactionStatus(conn.raw());
-    if (state == PQTRANS_IDLE) {
+    if (state == PQTRANS_IDLE && borrowed_) {
+      Doom(absl::FailedPreconditionError(
+          "your transaction on this PostgreSQL connection ended (committed or rolled back): "
+          "borrow the connection again once a new transaction is open"));
+    } else if (state == PQTRANS_IDLE) {
       Doom(absl::InternalError(
           "the transaction was committed or rolled back outside the store (through "
           "native_handle()?): what it held so far may have been committed; roll back, and never "
@@ -249,7 +287,19 @@ absl::Status PostgresTransaction::ReleaseSavepoint(std::string_view name) {
   return absl::OkStatus();
 }
 
+namespace {
+
+absl::Status BorrowedEndError(std::string_view operation) {
+  return absl::FailedPreconditionError(fmt::format(
+      "{}: this transaction is borrowed from your own PostgreSQL connection; run COMMIT or "
+      "ROLLBACK there yourself (nothing was done)",
+      operation));
+}
+
+}  // namespace
+
 absl::Status PostgresTransaction::Commit() {
+  if (borrowed_) return BorrowedEndError("commit");
   if (conn_.has_value() && !sent_ && doomed_.ok()) return Rollback();  // nothing was written
   absl::StatusOr<PgConnection*> open = Open();
   if (!open.ok()) {
@@ -282,6 +332,7 @@ absl::Status PostgresTransaction::Commit() {
 }
 
 absl::Status PostgresTransaction::Rollback() {
+  if (borrowed_) return BorrowedEndError("rollback");
   if (!conn_.has_value()) return absl::OkStatus();
   PgConnection& conn = **conn_;
   conn.DropDeferred();

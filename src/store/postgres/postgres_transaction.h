@@ -12,6 +12,7 @@
 #ifndef IDEM_STORE_POSTGRES_POSTGRES_TRANSACTION_H_
 #define IDEM_STORE_POSTGRES_POSTGRES_TRANSACTION_H_
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -25,6 +26,13 @@ namespace idem::postgres {
 class PostgresTransaction final : public StoreTransaction {
  public:
   PostgresTransaction(PooledConnection conn, const StoreOptions& options, Clock& clock);
+  // Wraps the transaction its owner opened on `conn` (idem/borrowed_transaction.h): no BEGIN;
+  // Commit() and Rollback() are refused, the owner ends it; of `options` only retention is used.
+  // Errors: FailedPrecondition when `conn` is not idle inside a transaction; Unavailable when it
+  // is broken.
+  static absl::StatusOr<std::unique_ptr<PostgresTransaction>> Borrow(PooledConnection conn,
+                                                                     const StoreOptions& options,
+                                                                     Clock& clock);
   ~PostgresTransaction() override;
 
   absl::StatusOr<std::vector<SqlRow>> Query(std::string_view sql,
@@ -67,11 +75,15 @@ class PostgresTransaction final : public StoreTransaction {
     bool on_server;  // false: taken before anything was sent; exists only here
   };
 
+  struct Borrowed {};
+  PostgresTransaction(Borrowed, PooledConnection conn, const StoreOptions& options, Clock& clock);
+
   std::optional<PooledConnection> conn_;    // empty once committed or rolled back
   std::vector<SavepointEntry> savepoints_;  // bottom first: the not-on-server ones, then the rest
   StoreOptions options_;
   Clock& clock_;
-  bool sent_ = false;  // BEGIN has gone to the server
+  bool sent_ = false;      // BEGIN has gone to the server
+  bool borrowed_ = false;  // its owner began it and ends it (Borrow)
   absl::Status doomed_;
 };
 

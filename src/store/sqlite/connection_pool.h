@@ -18,7 +18,8 @@ namespace idem::sqlite {
 class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
  public:
   // A connection on loan; returned to the pool (rolled back first if a transaction is still
-  // open) when destroyed.
+  // open) when destroyed. A lease of no pool (a null `pool`: a borrowed connection) only
+  // destroys its Connection.
   class Lease {
    public:
     Lease(std::shared_ptr<ConnectionPool> pool, std::unique_ptr<Connection> conn)

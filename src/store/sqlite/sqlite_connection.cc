@@ -50,8 +50,8 @@ absl::Status Statement::BindDouble(int index, double value) {
 
 absl::Status Statement::BindText(int index, std::string_view text) {
   return FromSqlite(
-      sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8),
-      db_, "binding a parameter");
+      sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8), db_,
+      "binding a parameter");
 }
 
 absl::Status Statement::BindBlob(int index, std::string_view bytes) {
@@ -83,21 +83,24 @@ std::string Statement::ColumnBytes(int col) const {
   return std::string(static_cast<const char*>(data), static_cast<size_t>(size));
 }
 
-absl::StatusOr<std::unique_ptr<Connection>> Connection::OpenUnconfigured(
-    const std::string& path, Millis lock_timeout) {
+absl::StatusOr<std::unique_ptr<Connection>> Connection::OpenUnconfigured(const std::string& path,
+                                                                         Millis lock_timeout) {
   sqlite3* db = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
-    absl::Status status =
-        FromSqlite(rc, db, fmt::format("opening the SQLite database '{}'", path));
+    absl::Status status = FromSqlite(rc, db, fmt::format("opening the SQLite database '{}'", path));
     sqlite3_close_v2(db);
     return status;
   }
   sqlite3_extended_result_codes(db, 1);
   const int64_t timeout = std::clamp<int64_t>(lock_timeout.count(), 0, 0x7fffffff);
   sqlite3_busy_timeout(db, static_cast<int>(timeout));
-  return std::unique_ptr<Connection>(new Connection(db));
+  return std::unique_ptr<Connection>(new Connection(db, /*owned=*/true));
+}
+
+std::unique_ptr<Connection> Connection::Borrow(sqlite3* db) {
+  return std::unique_ptr<Connection>(new Connection(db, /*owned=*/false));
 }
 
 absl::Status Connection::Configure(const std::string& path, const ConnectionSettings& settings) {
@@ -112,12 +115,11 @@ absl::Status Connection::Configure(const std::string& path, const ConnectionSett
           path, mode));
     }
   }
-  return Exec(settings.synchronous_full ? "PRAGMA synchronous=FULL"
-                                        : "PRAGMA synchronous=NORMAL");
+  return Exec(settings.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
 }
 
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& path,
-                                                            const ConnectionSettings& settings) {
+                                                             const ConnectionSettings& settings) {
   IDEM_ASSIGN_OR_RETURN(auto conn, OpenUnconfigured(path, settings.lock_timeout));
   IDEM_RETURN_IF_ERROR(conn->Configure(path, settings));
   return conn;
@@ -125,7 +127,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& 
 
 Connection::~Connection() {
   for (auto& [sql, cached] : cache_) sqlite3_finalize(cached.stmt);
-  sqlite3_close_v2(db_);
+  if (owned_) sqlite3_close_v2(db_);
 }
 
 absl::Status Connection::Exec(std::string_view sql) {
@@ -165,9 +167,18 @@ absl::StatusOr<Statement> Connection::Prepare(std::string_view sql) {
                                     SQLITE_PREPARE_PERSISTENT, &stmt, &tail);
   if (rc != SQLITE_OK) {
     absl::Status status = FromSqlite(rc, db_, "preparing SQL");
-    if ((rc & 0xff) == SQLITE_ERROR) {
+    const std::string_view message = sqlite3_errmsg(db_);
+    if ((rc & 0xff) == SQLITE_ERROR && message.starts_with("no such table: idem_")) {
+      // Only a database idem never opened lacks idem's tables (a caller's own connection,
+      // idem/borrowed_transaction.h): say how to get them.
+      status = absl::FailedPreconditionError(
+          fmt::format("the database lacks idem's schema ({}): open it once with "
+                      "idem::OpenStore(\"sqlite:PATH\"), "
+                      "which applies idem's migrations, before using idem on your own connection",
+                      message));
+    } else if ((rc & 0xff) == SQLITE_ERROR) {
       status = absl::InvalidArgumentError(
-          fmt::format("SQLite rejected the SQL: {} (in: {})", sqlite3_errmsg(db_), sql));
+          fmt::format("SQLite rejected the SQL: {} (in: {})", message, sql));
     }
     sqlite3_finalize(stmt);
     return status;

@@ -91,6 +91,10 @@ class Connection {
   // Sets journal_mode=WAL and synchronous. Errors: as FromSqlite; FailedPrecondition when the
   // file system cannot hold a write-ahead log.
   absl::Status Configure(const std::string& path, const ConnectionSettings& settings);
+  // Wraps a connection its caller opened and keeps: destroying the Connection finalizes the
+  // statements it prepared but leaves `db` open and its settings unchanged.
+  // REQUIRES: `db` outlives the Connection.
+  static std::unique_ptr<Connection> Borrow(sqlite3* db);
 
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -117,7 +121,7 @@ class Connection {
   sqlite3* db() const { return db_; }
 
  private:
-  explicit Connection(sqlite3* db) : db_(db) {}
+  Connection(sqlite3* db, bool owned) : db_(db), owned_(owned) {}
 
   // Statements idem's own code and callers' repeated SQL use; bounded so that ad-hoc SQL cannot
   // grow it without limit.
@@ -142,7 +146,8 @@ class Connection {
   Cache::iterator Find(std::string_view sql);
 
   sqlite3* db_;
-  Cache cache_;  // entries are never erased before the connection closes
+  const bool owned_;  // false: borrowed (Borrow), closed by its owner
+  Cache cache_;       // entries are never erased before the connection closes
   std::array<Recent, kRecentSlots> recent_{};
 };
 

@@ -18,6 +18,11 @@ std::string Detail(int rc, sqlite3* db) {
 
 absl::Status FromSqlite(int rc, sqlite3* db, std::string_view what) {
   if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return absl::OkStatus();
+  // A connection without extended result codes (a caller's own, idem/borrowed_transaction.h)
+  // reports primary codes only; the extended one tells a unique violation from other constraints.
+  if (db != nullptr && rc == (rc & 0xff) && (sqlite3_extended_errcode(db) & 0xff) == rc) {
+    rc = sqlite3_extended_errcode(db);
+  }
   const std::string detail = Detail(rc, db);
   switch (rc & 0xff) {
     case SQLITE_BUSY:

@@ -13,7 +13,8 @@
 namespace idem::sqlite {
 
 // Returns OK for SQLITE_OK, SQLITE_ROW and SQLITE_DONE; otherwise the status whose code carries
-// the meaning of `rc` (an extended result code, or a primary one):
+// the meaning of `rc` (an extended result code, or a primary one, read as `db`'s extended error
+// code when that is of the same primary code):
 //   BUSY, LOCKED                        → Unavailable (another connection holds the lock)
 //   CONSTRAINT_PRIMARYKEY / _UNIQUE     → AlreadyExists
 //   other CONSTRAINT (CHECK, NOT NULL…) → InvalidArgument (the database rejected the values)

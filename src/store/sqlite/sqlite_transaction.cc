@@ -91,12 +91,27 @@ SqlValue ColumnValue(const Statement& stmt, int col) {
 absl::StatusOr<std::unique_ptr<SqliteTransaction>> SqliteTransaction::Begin(
     ConnectionPool::Lease lease, const Clock& clock, Millis retention) {
   IDEM_RETURN_IF_ERROR(lease->Run("BEGIN IMMEDIATE"));
-  std::unique_ptr<SqliteTransaction> tx(new SqliteTransaction(std::move(lease), clock, retention));
+  std::unique_ptr<SqliteTransaction> tx(
+      new SqliteTransaction(std::move(lease), clock, retention, /*borrowed=*/false));
   tx->SetHooks(true);
   return tx;
 }
 
-SqliteTransaction::~SqliteTransaction() { Rollback().IgnoreError(); }
+absl::StatusOr<std::unique_ptr<SqliteTransaction>> SqliteTransaction::Borrow(
+    ConnectionPool::Lease lease, const Clock& clock, Millis retention) {
+  if (!lease->InTransaction()) {
+    return absl::FailedPreconditionError(
+        "no transaction is open on this sqlite3 connection: run BEGIN IMMEDIATE on it first, "
+        "then borrow it; idem works inside your transaction and leaves COMMIT or ROLLBACK to you");
+  }
+  // No commit or rollback hooks: SQLite cannot hand back the owner's own hooks afterwards.
+  return std::unique_ptr<SqliteTransaction>(
+      new SqliteTransaction(std::move(lease), clock, retention, /*borrowed=*/true));
+}
+
+SqliteTransaction::~SqliteTransaction() {
+  if (!borrowed_) Rollback().IgnoreError();
+}
 
 int SqliteTransaction::OnCommit(void* self) {
   auto* tx = static_cast<SqliteTransaction*>(self);
@@ -111,6 +126,7 @@ void SqliteTransaction::OnRollback(void* self) {
 }
 
 void SqliteTransaction::SetHooks(bool on) {
+  if (borrowed_) return;
   sqlite3_commit_hook(lease_->db(), on ? &OnCommit : nullptr, on ? this : nullptr);
   sqlite3_rollback_hook(lease_->db(), on ? &OnRollback : nullptr, on ? this : nullptr);
 }
@@ -130,6 +146,12 @@ absl::Status SqliteTransaction::Gate(std::string_view operation, bool after_fail
         "{}: the transaction was already committed or rolled back; Begin() a new one", operation));
   }
   if (!doomed_.ok()) return doomed_;
+  if (borrowed_ && !lease_->InTransaction()) {
+    Doom(absl::FailedPreconditionError(
+        "your transaction on this sqlite3 connection ended (committed or rolled back): borrow "
+        "the connection again once a new transaction is open"));
+    return doomed_;
+  }
   if (ended_outside_ || !lease_->InTransaction()) {
     Doom(absl::InternalError(
         "the transaction was committed or rolled back outside the store (through "
@@ -302,7 +324,19 @@ absl::Status SqliteTransaction::ReleaseSavepoint(std::string_view name) {
   return RunSavepointCommand("RELEASE SAVEPOINT", name);
 }
 
+namespace {
+
+absl::Status BorrowedEndError(std::string_view operation) {
+  return absl::FailedPreconditionError(fmt::format(
+      "{}: this transaction is borrowed from your own sqlite3 connection; run COMMIT or ROLLBACK "
+      "there yourself (nothing was done)",
+      operation));
+}
+
+}  // namespace
+
 absl::Status SqliteTransaction::Commit() {
+  if (borrowed_) return BorrowedEndError("commit");
   if (absl::Status gate = Gate("committing"); !gate.ok()) {
     Rollback().IgnoreError();
     return gate;
@@ -326,6 +360,7 @@ absl::Status SqliteTransaction::Commit() {
 }
 
 absl::Status SqliteTransaction::Rollback() {
+  if (borrowed_) return BorrowedEndError("rollback");
   if (!open_) return absl::OkStatus();
   ending_ = true;
   absl::Status status = lease_->InTransaction() ? lease_->Run("ROLLBACK") : absl::OkStatus();

@@ -30,6 +30,12 @@ class SqliteTransaction final : public StoreTransaction {
   static absl::StatusOr<std::unique_ptr<SqliteTransaction>> Begin(ConnectionPool::Lease lease,
                                                                   const Clock& clock,
                                                                   Millis retention);
+  // Wraps the transaction its owner opened on `lease`'s connection (idem/borrowed_transaction.h):
+  // no BEGIN, no hooks; Commit() and Rollback() are refused, the owner ends it. `clock` must
+  // outlive the transaction. Errors: FailedPrecondition when no transaction is open.
+  static absl::StatusOr<std::unique_ptr<SqliteTransaction>> Borrow(ConnectionPool::Lease lease,
+                                                                   const Clock& clock,
+                                                                   Millis retention);
   ~SqliteTransaction() override;
 
   absl::StatusOr<std::vector<SqlRow>> Query(std::string_view sql,
@@ -49,8 +55,9 @@ class SqliteTransaction final : public StoreTransaction {
   absl::Status Doomed() const override { return doomed_; }
 
  private:
-  SqliteTransaction(ConnectionPool::Lease lease, const Clock& clock, Millis retention)
-      : lease_(std::move(lease)), clock_(clock), retention_(retention) {}
+  SqliteTransaction(ConnectionPool::Lease lease, const Clock& clock, Millis retention,
+                    bool borrowed)
+      : lease_(std::move(lease)), clock_(clock), retention_(retention), borrowed_(borrowed) {}
 
   // Refuses a call on a transaction that ended, is doomed, or (unless `after_failure_ok`) had a
   // statement fail; notices a transaction ended outside the store (and dooms it).
@@ -73,6 +80,7 @@ class SqliteTransaction final : public StoreTransaction {
   ConnectionPool::Lease lease_;
   const Clock& clock_;
   const Millis retention_;
+  const bool borrowed_;  // its owner began it and ends it (Borrow)
   bool open_ = true;
   bool failed_ = false;         // a statement failed since the last rollback to a savepoint
   bool ending_ = false;         // the store itself is committing or rolling back
