@@ -51,6 +51,18 @@ class PgCallerConnection final : public testing::CallerConnection {
   PGconn* conn_;
 };
 
+// The URI of the running test's last open_fresh.
+std::string& CurrentCallerUri() {
+  static std::string uri;
+  return uri;
+}
+
+absl::StatusOr<std::unique_ptr<testing::CallerConnection>> OpenPgCaller(const std::string& uri) {
+  auto conn = std::make_unique<PgCallerConnection>(PQconnectdb(uri.c_str()));
+  if (absl::Status ok = conn->Exec("SELECT 1"); !ok.ok()) return ok;
+  return conn;
+}
+
 }  // namespace
 
 testing::CallerFactory PostgresCallerFactory() {
@@ -60,14 +72,14 @@ testing::CallerFactory PostgresCallerFactory() {
           [](bool with_schema) -> absl::StatusOr<std::unique_ptr<testing::CallerConnection>> {
         absl::StatusOr<FreshSchema> fresh = CreateFreshSchemaUri();
         if (!fresh.ok()) return fresh.status();
+        CurrentCallerUri() = fresh->uri;
         if (with_schema) {
           absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(fresh->uri);
           if (!store.ok()) return store.status();
         }
-        auto conn = std::make_unique<PgCallerConnection>(PQconnectdb(fresh->uri.c_str()));
-        if (absl::Status ok = conn->Exec("SELECT 1"); !ok.ok()) return ok;
-        return conn;
+        return OpenPgCaller(fresh->uri);
       },
+      .open_again = []() { return OpenPgCaller(CurrentCallerUri()); },
   };
 }
 

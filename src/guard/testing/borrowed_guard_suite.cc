@@ -3,7 +3,10 @@
 // application commits, and what each outcome leaves in the transaction.
 #include "guard/testing/borrowed_guard_suite.h"
 
+#include <barrier>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "idem/borrowed_transaction.h"
 
@@ -19,17 +22,17 @@ void BorrowedGuardTest::SetUp() {
   ASSERT_TRUE(conn_->Exec("CREATE TABLE effects (id TEXT PRIMARY KEY)").ok());
 }
 
-absl::StatusOr<GuardResult> BorrowedGuardTest::Arrive(const std::string& order,
-                                                      const std::string& fingerprint, int status,
-                                                      bool commit) {
-  if (absl::Status begun = conn_->Exec(conn_->begin_sql()); !begun.ok()) return begun;
-  if (absl::Status own = conn_->Exec("INSERT INTO orders (id) VALUES ('" + order + "')");
-      !own.ok()) {
+absl::StatusOr<GuardResult> BorrowedGuardTest::ArriveOn(CallerConnection& conn,
+                                                        const std::string& order,
+                                                        const std::string& fingerprint, int status,
+                                                        bool commit) {
+  if (absl::Status begun = conn.Exec(conn.begin_sql()); !begun.ok()) return begun;
+  if (absl::Status own = conn.Exec("INSERT INTO orders (id) VALUES ('" + order + "')"); !own.ok()) {
     return own;
   }
   absl::StatusOr<GuardResult> result;
   {
-    auto tx = conn_->Borrow({.clock = &clock_});
+    auto tx = conn.Borrow({.clock = &clock_});
     if (!tx.ok()) return tx.status();
     const Effect effect = [&](Transaction& effect_tx) -> absl::StatusOr<StoredResponse> {
       ++effect_runs_;
@@ -41,7 +44,7 @@ absl::StatusOr<GuardResult> BorrowedGuardTest::Arrive(const std::string& order,
     result = RunOnceIn(**tx, scope_, fingerprint, effect);
     if (!(*tx)->Doomed().ok()) commit = false;
   }
-  if (absl::Status ended = conn_->Exec(commit ? "COMMIT" : "ROLLBACK"); !ended.ok()) return ended;
+  if (absl::Status ended = conn.Exec(commit ? "COMMIT" : "ROLLBACK"); !ended.ok()) return ended;
   return result;
 }
 
@@ -67,7 +70,7 @@ TEST_P(BorrowedGuardTest, CallersWriteAndTheGuardedEffectCommitTogetherAndTheSec
   EXPECT_TRUE(second->replayed);
   EXPECT_EQ(second->response.status, 201);
   EXPECT_EQ(second->response.body, "order o-1");
-  EXPECT_EQ(effect_runs_, 1);
+  EXPECT_EQ(effect_runs_.load(), 1);
   EXPECT_EQ(Count("effects"), 1);
 }
 
@@ -78,7 +81,7 @@ TEST_P(BorrowedGuardTest, CallersRollbackLeavesNoKeyAndTheNextArrivalRunsTheEffe
   auto again = Arrive("o-1", "fp", 201);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_FALSE(again->replayed);
-  EXPECT_EQ(effect_runs_, 2);
+  EXPECT_EQ(effect_runs_.load(), 2);
   EXPECT_EQ(Count("effects"), 1);
 }
 
@@ -86,7 +89,7 @@ TEST_P(BorrowedGuardTest, KeyReusedWithAnotherFingerprintIsFailedPreconditionAnd
   ASSERT_TRUE(Arrive("o-1", "fp", 201).ok());
   auto other = Arrive("o-2", "other-fp", 201);  // committed: the caller's own write is kept
   EXPECT_EQ(other.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(effect_runs_, 1);
+  EXPECT_EQ(effect_runs_.load(), 1);
   EXPECT_EQ(Count("orders"), 2);
   EXPECT_EQ(Count("effects"), 1);
 }
@@ -114,7 +117,7 @@ TEST_P(BorrowedGuardTest, FailedFinalThenCallersCommitKeepsTheErrorRecordButNotT
   ASSERT_TRUE(replay.ok()) << replay.status();
   EXPECT_TRUE(replay->replayed);
   EXPECT_EQ(replay->response.status, 422);
-  EXPECT_EQ(effect_runs_, 1);
+  EXPECT_EQ(effect_runs_.load(), 1);
 }
 
 TEST_P(BorrowedGuardTest, EffectErrorUndoesTheGuardsPartAndLeavesTheCallersTxUsable) {
@@ -123,6 +126,38 @@ TEST_P(BorrowedGuardTest, EffectErrorUndoesTheGuardsPartAndLeavesTheCallersTxUsa
   EXPECT_EQ(failed.status().code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(Count("idem_keys"), 0);
   EXPECT_EQ(Count("orders"), 1);  // the caller's commit went through, with its own write only
+}
+
+// PostgreSQL: a second caller's claim waits for the first's transaction; SQLite: its BEGIN
+// IMMEDIATE waits for the first's commit. Either way it then replays the committed outcome.
+TEST_P(BorrowedGuardTest, ConcurrentCallersOfOneKeyRunTheEffectOnceAndAllGetItsAnswer) {
+  constexpr int kCallers = 6;
+  std::vector<std::unique_ptr<CallerConnection>> conns;
+  for (int i = 0; i < kCallers; ++i) {
+    auto conn = GetParam().open_again();
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    conns.push_back(*std::move(conn));
+  }
+  std::vector<absl::StatusOr<GuardResult>> results(kCallers, absl::UnknownError("not run"));
+  std::barrier start(kCallers);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCallers; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      results[i] = ArriveOn(*conns[i], "o-" + std::to_string(i), "fp", 201);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(effect_runs_.load(), 1);
+  EXPECT_EQ(Count("effects"), 1);
+  EXPECT_EQ(Count("orders"), kCallers);  // every caller's own write committed
+  int replayed = 0;
+  for (const auto& result : results) {
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->response, results[0]->response);
+    replayed += result->replayed ? 1 : 0;
+  }
+  EXPECT_EQ(replayed, kCallers - 1);
 }
 
 }  // namespace

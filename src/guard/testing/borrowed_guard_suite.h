@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,13 +29,19 @@ class BorrowedGuardTest : public ::testing::TestWithParam<CallerFactory> {
   // RunOnceIn with an effect that writes a row and answers `status`, then its own COMMIT
   // (whatever RunOnceIn returned, unless `commit` is false: ROLLBACK).
   absl::StatusOr<GuardResult> Arrive(const std::string& order, const std::string& fingerprint,
-                                     int status, bool commit = true);
+                                     int status, bool commit = true) {
+    return ArriveOn(*conn_, order, fingerprint, status, commit);
+  }
+  // Arrive, on another connection of the application's.
+  absl::StatusOr<GuardResult> ArriveOn(CallerConnection& conn, const std::string& order,
+                                       const std::string& fingerprint, int status,
+                                       bool commit = true);
   int64_t Count(const std::string& table);
 
   ManualClock clock_;
   std::unique_ptr<CallerConnection> conn_;
   Scope scope_{"tenant-a", "key-1"};
-  int effect_runs_ = 0;
+  std::atomic<int> effect_runs_{0};
 };
 
 }  // namespace idem::testing

@@ -42,6 +42,9 @@ struct CallerFactory {
   // A connection to a database no other test uses, holding idem's schema (OpenStore ran on it)
   // when `with_schema`, else empty.
   std::function<absl::StatusOr<std::unique_ptr<CallerConnection>>(bool with_schema)> open_fresh;
+  // Another connection to the database of the running test's last open_fresh (as another
+  // process of the application would open it).
+  std::function<absl::StatusOr<std::unique_ptr<CallerConnection>>()> open_again;
 };
 
 inline void PrintTo(const CallerFactory& factory, std::ostream* os) { *os << factory.name; }

@@ -52,25 +52,37 @@ class SqliteCallerConnection final : public CallerConnection {
   sqlite3* db_;
 };
 
+// The file of the running test's last open_fresh.
+inline std::string& CurrentCallerDatabasePath() {
+  static std::string path;
+  return path;
+}
+
+inline absl::StatusOr<std::unique_ptr<CallerConnection>> OpenSqliteCaller(const std::string& path) {
+  sqlite3* db = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  auto conn = std::make_unique<SqliteCallerConnection>(db);
+  if (rc != SQLITE_OK) return absl::InternalError(sqlite3_errmsg(db));
+  sqlite3_busy_timeout(db, 30'000);
+  return conn;
+}
+
 inline CallerFactory SqliteCallerFactory() {
   return CallerFactory{
       .name = "sqlite",
       .open_fresh = [](bool with_schema) -> absl::StatusOr<std::unique_ptr<CallerConnection>> {
         std::string dir = ::testing::TempDir() + "idem-caller-XXXXXX";
         if (mkdtemp(dir.data()) == nullptr) return absl::InternalError("mkdtemp failed");
-        const std::string path = dir + "/app.db";
+        CurrentCallerDatabasePath() = dir + "/app.db";
         if (with_schema) {
-          absl::StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path, "", {});
+          absl::StatusOr<std::unique_ptr<Store>> store =
+              OpenSqliteStore(CurrentCallerDatabasePath(), "", {});
           if (!store.ok()) return store.status();
         }
-        sqlite3* db = nullptr;
-        const int rc =
-            sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-        auto conn = std::make_unique<SqliteCallerConnection>(db);
-        if (rc != SQLITE_OK) return absl::InternalError(sqlite3_errmsg(db));
-        sqlite3_busy_timeout(db, 30'000);
-        return conn;
+        return OpenSqliteCaller(CurrentCallerDatabasePath());
       },
+      .open_again = []() { return OpenSqliteCaller(CurrentCallerDatabasePath()); },
   };
 }
 
