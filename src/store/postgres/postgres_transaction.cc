@@ -138,6 +138,13 @@ void PostgresTransaction::Doom(absl::Status why) {
 absl::Status PostgresTransaction::Track(absl::Status status, bool dooming) {
   if (status.ok()) return status;
   const bool deferred_failed = conn_.has_value() && (**conn_).failed_deferred();
+  if (borrowed_ && conn_.has_value() && PQtransactionStatus((**conn_).raw()) == PQTRANS_INERROR) {
+    // The owner's own statements on its connection fail from now on too: tell it why.
+    status = absl::Status(status.code(),
+                          fmt::format("{}; PostgreSQL has aborted your transaction: roll it back "
+                                      "(whole, or to a savepoint taken before this statement)",
+                                      std::string(status.message())));
+  }
   if (dooming || deferred_failed || absl::IsUnavailable(status)) Doom(status);
   return status;
 }
