@@ -27,8 +27,9 @@
 //    server itself has aborted your transaction then: every later statement fails until you
 //    ROLLBACK (or ROLLBACK TO a savepoint taken before).
 //  - A borrowed transaction belongs to one transaction of yours: once you commit or roll back,
-//    its calls return FailedPrecondition; borrow again inside the next transaction. Never end
-//    your transaction while a call of idem on it is under way.
+//    its calls return FailedPrecondition (or, if you began another meanwhile, run in that one:
+//    idem cannot tell them apart); borrow again inside each transaction. Never end your
+//    transaction while a call of idem on it is under way.
 //  - Your connection's own settings hold: SQLite's busy timeout, PostgreSQL's lock_timeout and
 //    statement_timeout (idem sets none of them on a connection it did not open). Set them if
 //    a wait for a lock should be bounded (PostgreSQL waits without limit by default).
