@@ -5,8 +5,9 @@
 #
 # Throughput: MESSAGES messages over AGGREGATES aggregates (PAYLOAD bytes each) are committed
 # first, then `idem relay --once --batch B` publishes them all; messages/s = MESSAGES / its wall
-# time (start-up included). Delay: the relay runs idle (--poll 1s), TRICKLE messages are committed
-# one per transaction at RATE per second, and the delay of each is sent_ms - created_ms from the
+# time (start-up included). Delay: the relay runs idle (--poll 1s; the first commit waits until
+# its /metrics says it waits between passes), TRICKLE messages are committed one per transaction
+# at RATE per second, and the delay of each is sent_ms - created_ms from the
 # outbox (creation is in the transaction, just before its commit; sent_ms is when its batch was
 # recorded, after the acknowledgement).
 #
@@ -58,6 +59,21 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 now_ms() { date +%s%3N; }
+# wait_idle PORT: returns once the relay whose --admin is on PORT waits between passes.
+wait_idle() {
+  python3 - "$1" <<'PY'
+import sys, time, urllib.request
+for _ in range(600):
+    try:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=1).read()
+        if b"\nidem_relay_waiting 1" in b"\n" + body:
+            sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.05)
+sys.exit("the relay did not become idle within 30 s")
+PY
+}
 
 # ---- the servers
 "$root/scripts/pg-fixture.sh" start "$work/pg" >/dev/null
@@ -147,10 +163,15 @@ if ! skipped latency; then
     "$tool" fill "$uri" 0 1 1  # migrates the fresh database
     extra=""
     [[ $mode == poll ]] && extra="--no-listen"
+    admin_port=$(free_port)
     # shellcheck disable=SC2046
-    "$idem_bin" relay --store "$uri" $(sink_args http) --poll 1s $extra 2>"$work/relay-$mode.log" &
+    "$idem_bin" relay --store "$uri" $(sink_args http) --poll 1s $extra \
+      --admin "127.0.0.1:$admin_port" 2>"$work/relay-$mode.log" &
     relay_pid=$!
     pids+=($relay_pid)
+    # The first commit waits until the relay is up and idle (its first pass done): a message
+    # committed during the relay's start-up measures the start-up, not the wake.
+    wait_idle "$admin_port"
     "$tool" trickle "$uri" "$trickle" "$rate"
     for _ in $(seq 100); do
       pending=$(psql -qtA "$uri" -c "SELECT count(*) FROM idem_outbox WHERE state = 'pending'")

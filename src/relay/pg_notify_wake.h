@@ -2,6 +2,9 @@
 // libpq connection LISTENs on the channel that migration 0003's trigger notifies ("idem_outbox";
 // a notification is delivered at commit, never for a rolled-back transaction).
 //
+// A notification that arrives while no Wait runs (the relay is publishing) stays on the
+// connection's socket and ends the next Wait at once (WakeSource's level-triggered contract).
+//
 // Polling stays the fallback: Wait never waits longer than it is told, so a lost notification
 // (or a lost connection) costs at most one poll interval. A lost connection is re-established
 // at a later Wait, with backoff; the Wait that re-establishes it returns at once, since

@@ -68,8 +68,10 @@ class Relay final {
 
   // Runs passes until RequestStop (the pass under way is finished and recorded first), the sink
   // says the endpoint is gone (FailedPrecondition with the sink's words), or the store fails
-  // `max_store_failures` times in a row (its error). Waits poll_interval after an empty pass,
-  // less when Wake() is called; a failing store is retried with backoff.
+  // `max_store_failures` times in a row (its error). Claims again at once after a pass that
+  // published anything; waits poll_interval after an empty pass, less when Wake() is called or
+  // the wake source fires (also for a wake that came during the pass); a failing store is
+  // retried with backoff.
   absl::Status Run(int max_store_failures = 30);
 
   void RequestStop();

@@ -14,7 +14,9 @@ class WakeSource {
  public:
   virtual ~WakeSource() = default;
   // Returns after `wait` at the latest; earlier when new messages may be due, or Interrupt was
-  // called since the last Wait returned (an Interrupt before the Wait is not lost). Never throws.
+  // called since the last Wait returned. Level-triggered: a wake (a commit's notification, an
+  // Interrupt) that came while no Wait ran, say during the relay's pass, ends the next Wait at
+  // once; it is never lost by arriving between two Waits. Never throws.
   virtual void Wait(Millis wait) = 0;
   // Ends the current or next Wait at once.
   virtual void Interrupt() = 0;

@@ -6,8 +6,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
@@ -197,6 +199,34 @@ TEST_F(RelayHttpOnPostgres, NotifyDeliversACommitWithinMillisecondsNotThePollInt
   relay.Signal(SIGTERM);
   EXPECT_EQ(relay.Wait(), 0) << relay.err();
   EXPECT_NE(relay.err().find("woken by LISTEN idem_outbox"), std::string::npos) << relay.err();
+}
+
+// A commit made while the relay is publishing (the receiver holds the first delivery until the
+// second message has committed) goes out after that pass, not at the end of a 60 s poll: the
+// wake is level-triggered (a notification during a pass is not lost), and a pass that published
+// something is followed at once by another claim.
+TEST_F(RelayHttpOnPostgres, CommitDuringAPassIsDeliveredWithoutWaitingForThePoll) {
+  std::promise<void> first_arrived, second_committed;
+  std::shared_future<void> go_on = second_committed.get_future().share();
+  std::atomic<int> calls{0};
+  SetAnswer([&](const SeenRequest&) {
+    if (++calls == 1) {
+      first_arrived.set_value();
+      go_on.wait_for(std::chrono::seconds(60));  // the pass stays under way meanwhile
+    }
+    return ScriptedReply{http::testing::Ok("{}")};
+  });
+  Add({{"a", "1"}});
+  Background relay(RelayArgs({"--poll", "60s"}));
+  ASSERT_EQ(first_arrived.get_future().wait_for(std::chrono::seconds(30)),
+            std::future_status::ready)
+      << relay.err();
+  Add({{"b", "2"}});
+  second_committed.set_value();
+  ASSERT_TRUE(SeenWithin(2, std::chrono::seconds(20)))
+      << "a commit during a pass waited for the poll interval: " << relay.err();
+  relay.Signal(SIGTERM);
+  EXPECT_EQ(relay.Wait(), 0) << relay.err();
 }
 
 TEST_F(RelayHttpOnPostgres, LostListenConnectionIsReestablishedAndWakesTheRelayAgain) {
