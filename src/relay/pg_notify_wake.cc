@@ -27,6 +27,10 @@ std::string LibpqError(const PGconn* conn) {
   return message;
 }
 
+// A killed connection's "FATAL: terminating connection ..." would reach stderr through libpq's
+// default notice processor; the loss is handled (a reconnect) and needs no raw server text.
+void IgnoreNotice(void*, const char*) {}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PgNotifyWake>> PgNotifyWake::Create(PgNotifyWakeOptions options) {
@@ -57,6 +61,7 @@ absl::Status PgNotifyWake::Connect() {
     PQfinish(conn);
     return failed;
   }
+  PQsetNoticeProcessor(conn, &IgnoreNotice, nullptr);
   char* channel = PQescapeIdentifier(conn, options_.channel.data(), options_.channel.size());
   if (channel == nullptr) {
     absl::Status failed = absl::UnavailableError(LibpqError(conn));

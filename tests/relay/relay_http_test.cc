@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <future>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -249,6 +250,57 @@ TEST_F(RelayHttpOnPostgres, LostListenConnectionIsReestablishedAndWakesTheRelayA
   ASSERT_TRUE(SeenWithin(3, std::chrono::seconds(10))) << relay.err();
   relay.Signal(SIGTERM);
   EXPECT_EQ(relay.Wait(), 0) << relay.err();
+}
+
+// The store disappears mid-batch: while the receiver holds the batch's first delivery, every
+// connection of the relay (its store connections and its LISTEN, all named by the URI's
+// application_name) is killed. Recording the batch fails, the relay retries the store with
+// backoff and reconnects; its lease lapses (--lease 2s) and the batch is published again (at least
+// once: the receiver deduplicates on webhook-id). Nothing is lost and every message ends sent.
+TEST_F(RelayHttpOnPostgres, StoreConnectionsKilledMidBatchLoseNothing) {
+  std::vector<std::pair<std::string, std::string>> messages;
+  for (int i = 0; i < 10; ++i) messages.push_back({i % 2 == 0 ? "a" : "b", std::to_string(i)});
+  const std::vector<std::string> ids = Add(messages);
+  std::promise<void> first_arrived, killed;
+  std::shared_future<void> go_on = killed.get_future().share();
+  std::set<std::string> delivered;  // guarded by mu_: the answer runs under it
+  SetAnswer([&](const SeenRequest& r) {
+    if (delivered.empty()) {
+      first_arrived.set_value();
+      go_on.wait_for(std::chrono::seconds(60));
+    }
+    delivered.insert(Header(r, "webhook-id"));
+    return ScriptedReply{http::testing::Ok("{}")};
+  });
+  const std::string name = "idem-relay-store-killed-" + std::to_string(::getpid());
+  std::vector<std::string> args = RelayArgs({"--lease", "2s", "--timeout", "1s", "--poll", "100ms"});
+  args.at(2) = uri_ + "&application_name=" + name;
+  Background relay(args);
+  ASSERT_EQ(first_arrived.get_future().wait_for(std::chrono::seconds(30)),
+            std::future_status::ready)
+      << relay.err();
+  auto gone = pgtest::AdminQuery("",
+                                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                                 "application_name = '" +
+                                     name + "'");
+  killed.set_value();
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  EXPECT_GE(gone->size(), 2u);  // the store connection that claimed, and the LISTEN
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    ASSERT_TRUE(cv_.wait_for(lock, std::chrono::seconds(60),
+                             [&] { return delivered.size() == ids.size(); }))
+        << delivered.size() << " of " << ids.size() << " delivered: " << relay.err();
+  }
+  EXPECT_TRUE(e2e::Eventually([&] {
+    for (const std::string& id : ids) {
+      if (StateOf(id) != OutboxState::kSent) return false;
+    }
+    return true;
+  })) << relay.err();
+  relay.Signal(SIGTERM);
+  EXPECT_EQ(relay.Wait(), 0) << relay.err();
+  SetAnswer(nullptr);
 }
 
 TEST_F(RelayHttpOnPostgres, NoListenPollsOnly) {
