@@ -1,13 +1,17 @@
 // The lease-mode half of the store conformance suite, run through the group-committing
 // KeyService: a Store whose lease-mode calls and batches are submitted to the service (each
-// blocking on its result), over SQLite. Calls the service does not carry (TakeOver, sweeping,
-// listing, purging, transactions) go to the store directly. CMakeLists.txt filters out the suite's
-// transaction-mode and operator tests, and the one test of a difference ApplyLeaseBatch documents
-// (a claim there takes over a lapsed lease of the same request itself).
+// blocking on its result), over SQLite, or over the "postgres" CTest fixture's server when
+// IDEM_E2E_STORE=postgres is in the environment (CMakeLists.txt registers the binary once per
+// store, the PostgreSQL tests with the prefix "Postgres"). Calls the service does not carry
+// (TakeOver, sweeping, listing, purging, transactions) go to the store directly. CMakeLists.txt
+// filters out the suite's transaction-mode and operator tests, and the one test of a difference
+// ApplyLeaseBatch documents (a claim there takes over a lapsed lease of the same request itself).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <future>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #pragma GCC diagnostic push
@@ -19,6 +23,9 @@
 #include "gateway/testing/forwarding_store.h"
 #include "store/testing/sqlite_store_factory.h"
 #include "store/testing/store_conformance.h"
+#ifdef IDEM_TEST_WITH_POSTGRES
+#include "pg_test_support.h"
+#endif
 
 namespace idem::gateway {
 namespace {
@@ -127,16 +134,33 @@ Open ThroughKeyService(Open open) {
   };
 }
 
-::idem::testing::StoreFactory SqliteThroughKeyService() {
-  ::idem::testing::StoreFactory sqlite = ::idem::testing::SqliteStoreFactory();
-  return {.name = "sqlite_through_key_service",
-          .open_fresh = ThroughKeyService(sqlite.open_fresh),
-          .open_again = ThroughKeyService(sqlite.open_again)};
+// The store under the service, as this run's environment names it.
+::idem::testing::StoreFactory UnderlyingStore() {
+  const char* store = std::getenv("IDEM_E2E_STORE");
+  if (store == nullptr || std::string_view(store) != "postgres")
+    return ::idem::testing::SqliteStoreFactory();
+#ifdef IDEM_TEST_WITH_POSTGRES
+  return pgtest::PostgresStoreFactory();
+#else
+  Open unavailable = [](const StoreOptions&) -> absl::StatusOr<std::unique_ptr<Store>> {
+    return absl::FailedPreconditionError(
+        "IDEM_E2E_STORE=postgres, but this test was built without PostgreSQL");
+  };
+  return {.name = "postgres", .open_fresh = unavailable, .open_again = unavailable};
+#endif
+}
+
+// One name on every store, so the test names CTest discovered match whatever the environment
+// chooses when they run.
+::idem::testing::StoreFactory ThroughKeyService() {
+  ::idem::testing::StoreFactory store = UnderlyingStore();
+  return {.name = "through_key_service",
+          .open_fresh = ThroughKeyService(store.open_fresh),
+          .open_again = ThroughKeyService(store.open_again)};
 }
 
 using ::idem::testing::StoreConformanceTest;
-INSTANTIATE_TEST_SUITE_P(KeyService, StoreConformanceTest,
-                         ::testing::Values(SqliteThroughKeyService()),
+INSTANTIATE_TEST_SUITE_P(KeyService, StoreConformanceTest, ::testing::Values(ThroughKeyService()),
                          ::idem::testing::StoreFactoryName);
 
 }  // namespace
