@@ -78,12 +78,10 @@ std::string Prefixed(const UpstreamTarget& target, std::string_view request_targ
   return out;
 }
 
-beast::tcp_stream& Tcp(beast::tcp_stream& s) { return s; }
-beast::tcp_stream& Tcp(hc::Stream& s) { return s.tcp(); }
-
 // Reads into a buffer_body parser and writes through a serializer until the message is through.
-template <bool isRequest, class Out, class In>
-asio::awaitable<beast::error_code> RelayBody(Out& out, In& in, beast::flat_buffer& in_buffer,
+template <bool isRequest>
+asio::awaitable<beast::error_code> RelayBody(hc::Stream& out, hc::Stream& in,
+                                             beast::flat_buffer& in_buffer,
                                              http::parser<isRequest, http::buffer_body>& p,
                                              Millis idle_timeout) {
   http::serializer<isRequest, http::buffer_body> sr{p.get()};
@@ -92,7 +90,7 @@ asio::awaitable<beast::error_code> RelayBody(Out& out, In& in, beast::flat_buffe
     if (!p.is_done()) {
       p.get().body().data = buf.data();
       p.get().body().size = buf.size();
-      Tcp(in).expires_after(idle_timeout);
+      in.tcp().expires_after(idle_timeout);
       auto [ec, n] = co_await http::async_read(in, in_buffer, p, kTuple);
       if (ec == http::error::need_buffer) ec = {};
       if (ec) co_return ec;
@@ -104,7 +102,7 @@ asio::awaitable<beast::error_code> RelayBody(Out& out, In& in, beast::flat_buffe
       p.get().body().size = 0;
       p.get().body().more = false;
     }
-    Tcp(out).expires_after(idle_timeout);
+    out.tcp().expires_after(idle_timeout);
     auto [ec, n] = co_await http::async_write(out, sr, kTuple);
     if (ec == http::error::need_buffer) ec = {};
     if (ec) co_return ec;
@@ -169,19 +167,19 @@ asio::awaitable<absl::Status> ProbeUpstream(UpstreamPool& pool, Millis timeout) 
   co_return absl::OkStatus();
 }
 
-asio::awaitable<bool> WriteResponse(beast::tcp_stream& client, const StoredResponse& response,
+asio::awaitable<bool> WriteResponse(hc::Stream& client, const StoredResponse& response,
                                     bool keep_alive, unsigned http_version, Millis timeout) {
   http::response<http::string_body> res{static_cast<http::status>(response.status), http_version};
   for (const Header& h : response.headers) res.insert(h.name, h.value);
   res.body() = response.body;
   res.keep_alive(keep_alive);
   res.prepare_payload();
-  client.expires_after(timeout);
+  client.tcp().expires_after(timeout);
   auto [ec, n] = co_await http::async_write(client, res, kTuple);
   co_return !ec && keep_alive;
 }
 
-asio::awaitable<bool> RelayPassThrough(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
+asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& client_buffer,
                                        http::request_parser<http::buffer_body>& parser,
                                        UpstreamPool& pool, Millis idle_timeout) {
   const unsigned version = parser.get().version();

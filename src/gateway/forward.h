@@ -55,7 +55,8 @@ asio::awaitable<absl::StatusOr<StoredResponse>> ForwardBuffered(
 // upstream's answer back to `client`; `idle_timeout` bounds each read and write. Answers 502 or
 // 504 (problem+json) itself when the upstream fails before its answer began. Returns true when the
 // client connection may carry another request.
-asio::awaitable<bool> RelayPassThrough(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
+asio::awaitable<bool> RelayPassThrough(idem::http::Stream& client,
+                                       beast::flat_buffer& client_buffer,
                                        http::request_parser<http::buffer_body>& parser,
                                        UpstreamPool& pool, Millis idle_timeout);
 
@@ -64,7 +65,7 @@ asio::awaitable<bool> RelayPassThrough(beast::tcp_stream& client, beast::flat_bu
 asio::awaitable<absl::Status> ProbeUpstream(UpstreamPool& pool, Millis timeout);
 
 // Writes `response` (a StoredResponse) to `client`; returns false when writing failed.
-asio::awaitable<bool> WriteResponse(beast::tcp_stream& client, const StoredResponse& response,
+asio::awaitable<bool> WriteResponse(idem::http::Stream& client, const StoredResponse& response,
                                     bool keep_alive, unsigned http_version, Millis timeout);
 
 // Returns the message's end-to-end headers (hop-by-hop ones such as Connection, Keep-Alive,

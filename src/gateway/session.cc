@@ -20,6 +20,7 @@
 namespace idem::gateway {
 namespace {
 
+namespace hc = ::idem::http;
 using SteadyClock = std::chrono::steady_clock;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr uint32_t kHeaderLimit = 64 * 1024;
@@ -51,7 +52,7 @@ StoredResponse RequestProblem(absl::Status status) {
 // Reads the body into `parser` within `timeout`. Returns the read's error, beast::error::timeout
 // when the body did not arrive in time. A timer cancels the read instead of the stream's own
 // timeout, which would close the socket: the client is still owed a 408.
-asio::awaitable<beast::error_code> ReadBody(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+asio::awaitable<beast::error_code> ReadBody(hc::Stream& stream, beast::flat_buffer& buffer,
                                             http::request_parser<http::string_body>& parser,
                                             Millis timeout) {
   struct State {
@@ -64,9 +65,9 @@ asio::awaitable<beast::error_code> ReadBody(beast::tcp_stream& stream, beast::fl
     if (ec || state->done) return;
     state->fired = true;
     beast::error_code ignored;
-    stream.socket().cancel(ignored);
+    stream.tcp().socket().cancel(ignored);
   });
-  stream.expires_never();
+  stream.tcp().expires_never();
   auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
   state->done = true;
   timer.cancel();
@@ -80,8 +81,8 @@ struct Outcome {
 };
 
 // Reads the body of a guarded request, then claims, forwards and records it.
-asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool,
-                                       beast::tcp_stream& stream, beast::flat_buffer& buffer,
+asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, hc::Stream& stream,
+                                       beast::flat_buffer& buffer,
                                        http::request_parser<http::empty_body>& head,
                                        const Route& route, const std::string& id) {
   const unsigned version = head.get().version();
@@ -129,8 +130,8 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool,
 }
 
 // Handles one request whose header `head` holds; returns what happened.
-asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool,
-                                       beast::tcp_stream& stream, beast::flat_buffer& buffer,
+asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, hc::Stream& stream,
+                                       beast::flat_buffer& buffer,
                                        http::request_parser<http::empty_body>& head,
                                        const std::string& id) {
   const std::vector<Header> headers = HeadersOf(head.get().base());
@@ -166,14 +167,14 @@ void LogRequest(const std::string& id, std::string_view method, std::string_view
 
 }  // namespace
 
-asio::awaitable<bool> Answer(beast::tcp_stream& stream, const StoredResponse& response,
-                             unsigned version, bool keep_alive, Millis timeout) {
+asio::awaitable<bool> Answer(hc::Stream& stream, const StoredResponse& response, unsigned version,
+                             bool keep_alive, Millis timeout) {
   const bool keep = co_await WriteResponse(stream, response, keep_alive, version, timeout);
   if (keep) co_return true;
   beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
   std::array<char, 16384> sink;
-  stream.expires_after(kLinger);
+  stream.tcp().expires_after(kLinger);
   for (size_t drained = 0; drained < (8u << 20);) {
     auto [ec, n] = co_await stream.async_read_some(asio::buffer(sink), kTuple);
     if (ec) break;
@@ -186,13 +187,13 @@ asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool, t
   ctx.metrics.open_connections.fetch_add(1, std::memory_order_relaxed);
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
-  beast::tcp_stream stream(std::move(socket));
+  hc::Stream stream(std::move(socket));
   beast::flat_buffer buffer;
   for (int served = 0; served < kMaxRequestsPerConnection && !ctx.draining; ++served) {
     http::request_parser<http::empty_body> head;
     head.header_limit(kHeaderLimit);
     head.body_limit(boost::none);
-    stream.expires_after(ctx.config.header_timeout);
+    stream.tcp().expires_after(ctx.config.header_timeout);
     auto [ec, n] = co_await http::async_read_header(stream, buffer, head, kTuple);
     if (ec) {
       // A malformed header gets a 400; a client that closed or went quiet is just dropped.
@@ -216,7 +217,7 @@ asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool, t
     LogRequest(id, method, target, outcome, SteadyClock::now() - start);
     if (!outcome.keep_alive) break;
   }
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream.Close();
   ctx.metrics.open_connections.fetch_sub(1, std::memory_order_relaxed);
 }
 

@@ -11,11 +11,14 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
 #pragma GCC diagnostic pop
 
 #include "http/listen.h"
+#include "http/stream.h"
 
 namespace idem::http {
 namespace {
@@ -47,12 +50,12 @@ asio::awaitable<bhttp::response<bhttp::string_body>> Answer(
 }
 
 asio::awaitable<void> ServeAdmin(std::shared_ptr<const AdminHandler> handler, tcp::socket socket) {
-  beast::tcp_stream stream(std::move(socket));
+  Stream stream(std::move(socket));
   beast::flat_buffer buffer;
   for (;;) {
     bhttp::request_parser<bhttp::string_body> parser;
     parser.body_limit(8192);
-    stream.expires_after(kAdminTimeout);
+    stream.tcp().expires_after(kAdminTimeout);
     auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser, kTuple);
     if (ec) break;
     bhttp::request<bhttp::string_body> request = parser.release();
@@ -60,12 +63,11 @@ asio::awaitable<void> ServeAdmin(std::shared_ptr<const AdminHandler> handler, tc
     res.keep_alive(request.keep_alive());
     res.prepare_payload();
     if (request.method() == bhttp::verb::head) res.body().clear();
-    stream.expires_after(kAdminTimeout);
+    stream.tcp().expires_after(kAdminTimeout);
     auto [wec, wn] = co_await bhttp::async_write(stream, res, kTuple);
     if (wec || !request.keep_alive()) break;
   }
-  beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream.Close();
 }
 
 void ReportException(std::exception_ptr e) {
