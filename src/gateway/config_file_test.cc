@@ -78,6 +78,12 @@ TEST(ParseConfigText, ErrorsNameFileLineAndWhatIsWrong) {
   ExpectError("[[route]]\nfinal_statuses = [2e41]\n", "idem.toml:2:", "HTTP status");
   ExpectError("[[route]]\nfinal_statuses = [201.0]\n", "idem.toml:2:", "HTTP status");
   ExpectError("max_connections = 1e300\n", "idem.toml:1:", "whole number");
+  // Durations and sizes out of range, or as TOML numbers, are refused with the setting's name.
+  ExpectError("lease = \"1e30s\"\n", "idem.toml:1:", "exponents");
+  ExpectError("lease = 1e30\n", "idem.toml:1:", "lease must be a string");
+  ExpectError("retention = \"99999999999999999999h\"\n", "idem.toml:1:", "too large");
+  ExpectError("max_body = \"1e300KiB\"\n", "idem.toml:1:", "not a size");
+  ExpectError("max_body = 1e300\n", "idem.toml:1:", "max_body");
   ExpectError("[[route]]\nmethod = [\"POST\"]\n", "idem.toml:2:", "unknown route setting");
   ExpectError("route = 1\n", "idem.toml:1:", "[[route]]");
   // Checks across a route's settings name the route's [[route]] line.

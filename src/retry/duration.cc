@@ -62,6 +62,9 @@ absl::StatusOr<Millis> ParseDuration(std::string_view text) {
     while (i < text.size() && IsAlpha(text[i])) ++i;
     std::string_view unit = text.substr(unit_start, i - unit_start);
     if (unit.empty()) return BadDuration(text, "a number has no unit");
+    if ((unit.front() == 'e' || unit.front() == 'E') && unit.size() == 1 && i < text.size() &&
+        (IsDigit(text[i]) || text[i] == '+' || text[i] == '-'))
+      return BadDuration(text, "exponents (1e3) are not accepted");
     std::optional<int64_t> per = UnitMillis(unit);
     if (!per) return BadDuration(text, fmt::format("unknown unit '{}'", unit));
     if (whole > kMaxMillis / *per) return BadDuration(text, "it is too large");

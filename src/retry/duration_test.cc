@@ -42,6 +42,19 @@ TEST(ParseDuration, RejectsValuesTooLargeInsteadOfOverflowing) {
   EXPECT_EQ(ParseDuration("99999999999999999999h").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseDuration("300000000h").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseDuration("9999999999999s").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A duration is never read through a double, so no exponent can reach a double-to-integer cast
+// (undefined behaviour beyond int64's range, which UBSan's float-cast-overflow reports).
+TEST(ParseDuration, ExponentsAreRefusedSayingSo) {
+  for (const char* bad : {"1e30s", "1e300ms", "1E3s", "1e+3s", "2.5e-1s"}) {
+    const absl::Status s = ParseDuration(bad).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("exponents"), std::string_view::npos) << s;
+  }
+  for (const char* bad : {"infs", "nan", "1e"})
+    EXPECT_EQ(ParseDuration(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
 }
 
 TEST(FormatDuration, WritesTheLargestExactUnitAndParsesBack) {

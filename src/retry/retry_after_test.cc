@@ -41,6 +41,17 @@ TEST(ParseRetryAfter, RejectsNegativeFractionalAndJunk) {
   }
 }
 
+TEST(ParseRetryAfter, ExponentsAndNonNumbersAreRefused) {
+  for (const char* bad : {"1e30", "1E3", "inf", "nan", "0x10"})
+    EXPECT_EQ(ParseRetryAfter(bad, 0).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+}
+
+TEST(ParseRetryAfter, FarFutureDateIsLargeNotOverflowed) {
+  absl::StatusOr<Millis> d = ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", 0);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_GT(*d, Millis(int64_t{250'000'000'000'000}));
+}
+
 TEST(ParseRetryAfter, HugeDeltaIsLargeNotOverflowed) {
   absl::StatusOr<Millis> d = ParseRetryAfter("99999999999999999999999", 0);
   ASSERT_TRUE(d.ok());

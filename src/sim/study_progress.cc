@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace idem::sim {
@@ -33,9 +34,11 @@ void StudyProgress::Update(int64_t done, int64_t total) {
   const int64_t elapsed = now - start_ms_;
   const bool started = options_.always || elapsed >= options_.quiet_for.count();
   if (!started || done <= 0 || total <= 0) return;
-  // The pace so far, applied to what is left.
-  const double left_ms =
-      static_cast<double>(elapsed) * static_cast<double>(total - done) / static_cast<double>(done);
+  // The pace so far, applied to what is left; capped (about 31,000 years) so that converting it
+  // to an integer stays defined however slow the start was.
+  const double left_ms = std::min(
+      static_cast<double>(elapsed) * static_cast<double>(total - done) / static_cast<double>(done),
+      1e15);
   const Millis estimated_total(elapsed + static_cast<int64_t>(left_ms));
   if (!warned_ && estimated_total > options_.warn_beyond) {
     warned_ = true;
