@@ -110,9 +110,9 @@ absl::StatusOr<Batch> RelayStore::Claim(int64_t now_ms, int64_t max_messages, in
     return ClaimPostgres(now_ms, max_messages, lease_ms, let_dead_pass);
   }
   const SqlValue params[] = {now_ms, int64_t{let_dead_pass ? 1 : 0}, max_messages};
-  const std::string sql = fmt::format(
-      "SELECT {} FROM idem_outbox o WHERE {} ORDER BY o.seq LIMIT $3", outbox::kColumns,
-      Runnable(Dialect::kSqlite));
+  const std::string sql =
+      fmt::format("SELECT {} FROM idem_outbox o WHERE {} ORDER BY o.seq LIMIT $3", outbox::kColumns,
+                  Runnable(Dialect::kSqlite));
   return outbox::InTransaction(store_, [&](StoreTransaction& tx) -> absl::StatusOr<Batch> {
     IDEM_ASSIGN_OR_RETURN(std::vector<SqlRow> rows, tx.Query(sql, params));
     Batch batch{.lease_until_ms = now_ms + lease_ms};
