@@ -48,20 +48,25 @@ case $mode in
       >"$work/configure.log"
     cmake --build "$work/build" -j 2 >"$work/build.log"
     bin=$work/build
-    if ! ldd "$bin/library_example" | grep -q 'libidem_core\.so'; then
+    # ldd's output is read whole before it is searched: `ldd | grep -q` under pipefail fails
+    # whenever grep exits at its first match while ldd is still writing (SIGPIPE), which made
+    # this check fail now and then on a build that did link the shared library.
+    linked=$(ldd "$bin/library_example")
+    if ! grep -q 'libidem_core\.so' <<<"$linked"; then
       echo "library_example does not link the shared libidem_core.so (BUILD_SHARED_LIBS=ON)" >&2
       exit 1
     fi
-    if ldd "$bin/library_example" | grep -q libpq; then
+    if grep -q libpq <<<"$linked"; then
       echo "library_example links libpq although IDEM_WITH_POSTGRES=OFF" >&2
       exit 1
     fi
-    if grep -rlsE "add_test|_include.cmake" --include=CTestTestfile.cmake "$work/build/_deps" |
-      grep -q .; then
+    registered=$(grep -rlsE "add_test|_include.cmake" --include=CTestTestfile.cmake \
+      "$work/build/_deps" || true)
+    if [[ -n $registered ]]; then
       echo "idem registered its tests inside a project that only uses it" >&2
       exit 1
     fi
-    if find "$work/build/_deps" -type f -name '*_test' | grep -q .; then
+    if [[ -n $(find "$work/build/_deps" -type f -name '*_test') ]]; then
       echo "idem built its tests inside a project that only uses it" >&2
       exit 1
     fi
