@@ -1,5 +1,7 @@
 #include "core/transaction_control.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <string>
 
@@ -96,6 +98,21 @@ bool IsTransactionControl(std::string_view sql) {
   next = words.Next();
   if (next == "SAVEPOINT") next = words.Next();
   return IsStoreSavepoint(next);
+}
+
+absl::Status BorrowedTransactionEndRefused(std::string_view operation,
+                                           std::string_view connection) {
+  return absl::FailedPreconditionError(
+      fmt::format("{}: this transaction is borrowed from your own {} connection; run COMMIT or "
+                  "ROLLBACK there yourself (nothing was done)",
+                  operation, connection));
+}
+
+absl::Status BorrowedTransactionEnded(std::string_view connection) {
+  return absl::FailedPreconditionError(
+      fmt::format("your transaction on this {} connection ended (committed or rolled back): "
+                  "borrow the connection again once a new transaction is open",
+                  connection));
 }
 
 }  // namespace idem

@@ -7,6 +7,8 @@
 
 #include <string_view>
 
+#include "absl/status/status.h"
+
 namespace idem {
 
 // Returns true when `sql` (one statement, as Transaction::Query takes it) begins with a
@@ -14,6 +16,14 @@ namespace idem {
 // as PostgreSQL nests them), whitespace and empty statements (;) before and between its words
 // are skipped. ROLLBACK TO / RELEASE / SAVEPOINT of a savepoint not named idem_* stay allowed.
 bool IsTransactionControl(std::string_view sql);
+
+// The answers both stores give on a borrowed transaction (idem/borrowed_transaction.h), whose
+// owner begins and ends it on its own `connection` (named for the owner: "sqlite3",
+// "PostgreSQL"). FailedPrecondition for Commit() or Rollback(), `operation` naming which:
+// nothing is done, the owner ends it.
+absl::Status BorrowedTransactionEndRefused(std::string_view operation, std::string_view connection);
+// FailedPrecondition for a call after the owner ended the transaction: borrow anew.
+absl::Status BorrowedTransactionEnded(std::string_view connection);
 
 }  // namespace idem
 

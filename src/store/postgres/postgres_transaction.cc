@@ -113,9 +113,7 @@ absl::StatusOr<PgConnection*> PostgresTransaction::Open(bool sending) {
   if (sent_) {
     const PGTransactionStatusType state = PQtransactionStatus(conn.raw());
     if (state == PQTRANS_IDLE && borrowed_) {
-      Doom(absl::FailedPreconditionError(
-          "your transaction on this PostgreSQL connection ended (committed or rolled back): "
-          "borrow the connection again once a new transaction is open"));
+      Doom(BorrowedTransactionEnded("PostgreSQL"));
     } else if (state == PQTRANS_IDLE) {
       Doom(absl::InternalError(
           "the transaction was committed or rolled back outside the store (through "
@@ -294,19 +292,8 @@ absl::Status PostgresTransaction::ReleaseSavepoint(std::string_view name) {
   return absl::OkStatus();
 }
 
-namespace {
-
-absl::Status BorrowedEndError(std::string_view operation) {
-  return absl::FailedPreconditionError(fmt::format(
-      "{}: this transaction is borrowed from your own PostgreSQL connection; run COMMIT or "
-      "ROLLBACK there yourself (nothing was done)",
-      operation));
-}
-
-}  // namespace
-
 absl::Status PostgresTransaction::Commit() {
-  if (borrowed_) return BorrowedEndError("commit");
+  if (borrowed_) return BorrowedTransactionEndRefused("commit", "PostgreSQL");
   if (conn_.has_value() && !sent_ && doomed_.ok()) return Rollback();  // nothing was written
   absl::StatusOr<PgConnection*> open = Open();
   if (!open.ok()) {
@@ -339,7 +326,7 @@ absl::Status PostgresTransaction::Commit() {
 }
 
 absl::Status PostgresTransaction::Rollback() {
-  if (borrowed_) return BorrowedEndError("rollback");
+  if (borrowed_) return BorrowedTransactionEndRefused("rollback", "PostgreSQL");
   if (!conn_.has_value()) return absl::OkStatus();
   PgConnection& conn = **conn_;
   conn.DropDeferred();

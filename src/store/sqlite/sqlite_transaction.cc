@@ -147,9 +147,7 @@ absl::Status SqliteTransaction::Gate(std::string_view operation, bool after_fail
   }
   if (!doomed_.ok()) return doomed_;
   if (borrowed_ && !lease_->InTransaction()) {
-    Doom(absl::FailedPreconditionError(
-        "your transaction on this sqlite3 connection ended (committed or rolled back): borrow "
-        "the connection again once a new transaction is open"));
+    Doom(BorrowedTransactionEnded("sqlite3"));
     return doomed_;
   }
   if (ended_outside_ || !lease_->InTransaction()) {
@@ -324,19 +322,8 @@ absl::Status SqliteTransaction::ReleaseSavepoint(std::string_view name) {
   return RunSavepointCommand("RELEASE SAVEPOINT", name);
 }
 
-namespace {
-
-absl::Status BorrowedEndError(std::string_view operation) {
-  return absl::FailedPreconditionError(fmt::format(
-      "{}: this transaction is borrowed from your own sqlite3 connection; run COMMIT or ROLLBACK "
-      "there yourself (nothing was done)",
-      operation));
-}
-
-}  // namespace
-
 absl::Status SqliteTransaction::Commit() {
-  if (borrowed_) return BorrowedEndError("commit");
+  if (borrowed_) return BorrowedTransactionEndRefused("commit", "sqlite3");
   if (absl::Status gate = Gate("committing"); !gate.ok()) {
     Rollback().IgnoreError();
     return gate;
@@ -360,7 +347,7 @@ absl::Status SqliteTransaction::Commit() {
 }
 
 absl::Status SqliteTransaction::Rollback() {
-  if (borrowed_) return BorrowedEndError("rollback");
+  if (borrowed_) return BorrowedTransactionEndRefused("rollback", "sqlite3");
   if (!open_) return absl::OkStatus();
   ending_ = true;
   absl::Status status = lease_->InTransaction() ? lease_->Run("ROLLBACK") : absl::OkStatus();
