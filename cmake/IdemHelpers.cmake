@@ -9,13 +9,15 @@ target_compile_options(idem_build_flags INTERFACE
   # C++20 designated initializers leave the fields they omit value-initialised on purpose.
   -Wno-missing-field-initializers
   $<$<BOOL:${IDEM_WERROR}>:-Werror>)
+# The sanitizers of IDEM_SANITIZE, one list for compiling, linking, and what the installed package
+# (CMake and pkg-config) asks of its users' links. GCC's -fsanitize=undefined leaves out
+# float-cast-overflow (a double converted to an integer that cannot hold it, e.g. a parsed
+# --lease 1e30s); Clang's includes it. Named for both.
+set(IDEM_SANITIZER_FLAG -fsanitize=address,undefined,float-cast-overflow)
 if(IDEM_SANITIZE)
-  # GCC's -fsanitize=undefined leaves out float-cast-overflow (a double converted to an integer
-  # that cannot hold it, e.g. a parsed --lease 1e30s); Clang's includes it. Named for both.
   target_compile_options(idem_build_flags INTERFACE
-    -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
-    -fno-omit-frame-pointer)
-  target_link_options(idem_build_flags INTERFACE -fsanitize=address,undefined,float-cast-overflow)
+    ${IDEM_SANITIZER_FLAG} -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  target_link_options(idem_build_flags INTERFACE ${IDEM_SANITIZER_FLAG})
   # Clang 14's function-type check cannot assemble C++20 coroutines when coverage instrumentation
   # (the fuzz preset) is on too ("Cannot represent a difference across sections"); the check
   # only concerns calls through mistyped function pointers, which C++ code does not make.
@@ -87,7 +89,7 @@ function(idem_package_library_properties target)
   endif()
   if(IDEM_SANITIZE)
     # A sanitized libidem needs the sanitizers' runtime wherever it is linked, installed or not.
-    target_link_options(${target} INTERFACE -fsanitize=address,undefined,float-cast-overflow)
+    target_link_options(${target} INTERFACE ${IDEM_SANITIZER_FLAG})
   endif()
 endfunction()
 
