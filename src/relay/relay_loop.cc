@@ -115,21 +115,38 @@ void Relay::PublishWaves(const Batch& batch, Progress& progress) {
   }
 }
 
-absl::StatusOr<Relay::Pass> Relay::RunOnce() {
-  absl::StatusOr<Batch> batch = store_.Claim(clock_.NowMillis(), options_.batch_size,
-                                             options_.lease.count(), options_.let_dead_pass);
-  if (!batch.ok()) return batch.status();
-  Progress progress;
+absl::StatusOr<Batch> Relay::Claim(const Batch* unfinished) {
+  return store_.Claim(clock_.NowMillis(), options_.batch_size, options_.lease.count(),
+                      options_.let_dead_pass, unfinished);
+}
+
+absl::StatusOr<Relay::Pass> Relay::Deliver(const Batch& batch, std::set<std::string> held_back,
+                                           std::set<std::string>* unacknowledged) {
+  Progress progress{.stopped = std::move(held_back)};
   if (sink_.concurrent()) {
-    PublishWaves(*batch, progress);
+    PublishWaves(batch, progress);
   } else {
-    PublishInOrder(*batch, progress);
+    PublishInOrder(batch, progress);
   }
-  if (absl::Status done = store_.Finish(*batch, progress.outcomes, clock_.NowMillis());
-      !done.ok()) {
+  if (absl::Status done = store_.Finish(batch, progress.outcomes, clock_.NowMillis()); !done.ok()) {
     return done;
   }
+  if (unacknowledged != nullptr) {
+    std::set<int64_t> sent;
+    for (const Outcome& outcome : progress.outcomes) {
+      if (outcome.kind == Outcome::Kind::kSent) sent.insert(outcome.seq);
+    }
+    for (const OutboxRecord& message : batch.messages) {
+      if (!sent.contains(message.seq)) unacknowledged->insert(message.aggregate_key);
+    }
+  }
   return progress.pass;
+}
+
+absl::StatusOr<Relay::Pass> Relay::RunOnce() {
+  absl::StatusOr<Batch> batch = Claim(nullptr);
+  if (!batch.ok()) return batch.status();
+  return Deliver(*batch, {}, nullptr);
 }
 
 absl::Status Relay::Housekeeping(int64_t now_ms) {
@@ -152,12 +169,42 @@ absl::Status Relay::Run(int max_store_failures) {
   int failures = 0;
   absl::StatusOr<retry::Backoff> store_backoff =
       retry::Backoff::Create({.base = Millis(100), .cap = Millis(5'000)}, rng_());
+  // The next batch, claimed while the current one is published (PostgreSQL), and the aggregates
+  // of the current one that it must hold back.
+  std::future<absl::StatusOr<Batch>> ahead;
+  std::set<std::string> unacknowledged;
+  // Gives a batch claimed ahead back unpublished: its leases, some taken over from the batch
+  // before it, are released at once rather than left to lapse. A failure here changes nothing:
+  // they lapse.
+  auto give_back_ahead = [&] {
+    if (!ahead.valid()) return;
+    absl::StatusOr<Batch> unpublished = ahead.get();
+    if (unpublished.ok() && !unpublished->token.empty()) {
+      (void)store_.Finish(*unpublished, {}, clock_.NowMillis());
+    }
+  };
   while (!stop_.load()) {
-    absl::StatusOr<Pass> pass = RunOnce();
+    const bool claimed_ahead = ahead.valid();
+    absl::StatusOr<Batch> claimed = claimed_ahead ? ahead.get() : Claim(nullptr);
+    absl::StatusOr<Pass> pass = absl::UnknownError("not claimed");
+    if (!claimed.ok()) {
+      pass = claimed.status();
+    } else {
+      // Shared with the claim ahead, which reads its token and seqs while it is published.
+      auto batch = std::make_shared<const Batch>(*std::move(claimed));
+      std::set<std::string> held_back;
+      if (claimed_ahead) held_back.swap(unacknowledged);
+      unacknowledged.clear();
+      if (store_.claims_ahead() && !batch->messages.empty() && !stop_.load()) {
+        ahead = std::async(std::launch::async, [this, batch] { return Claim(batch.get()); });
+      }
+      pass = Deliver(*batch, std::move(held_back), &unacknowledged);
+    }
     if (pass.ok()) {
       if (absl::Status kept = Housekeeping(clock_.NowMillis()); !kept.ok()) pass = kept;
     }
     if (!pass.ok()) {
+      give_back_ahead();
       metrics_.store_errors.fetch_add(1);
       if (++failures >= max_store_failures) return pass.status();
       Wait(store_backoff->NextDelay());
@@ -166,13 +213,17 @@ absl::Status Relay::Run(int max_store_failures) {
     failures = 0;
     store_backoff->Reset();
     if (pass->gone) {
+      give_back_ahead();
       return absl::FailedPreconditionError(fmt::format(
           "the endpoint is gone (it answered 410): {}; delivery to it stopped, its messages stay "
           "pending",
           pass->gone_error));
     }
-    if (pass->attempted == 0) Wait(options_.poll_interval);
+    // A batch claimed ahead that had nothing to send says nothing of the outbox: the batch before
+    // it still held messages then. Claim again at once.
+    if (pass->attempted == 0 && !claimed_ahead) Wait(options_.poll_interval);
   }
+  give_back_ahead();
   return absl::OkStatus();
 }
 

@@ -15,6 +15,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -63,10 +65,12 @@ class Relay final {
     bool gone = false;      // the sink said the endpoint is gone (HTTP 410)
     std::string gone_error;
   };
-  // One claim, publish, record. Errors: the store's (Unavailable), nothing recorded.
+  // One claim, publish, record (no claim ahead). Errors: the store's (Unavailable), nothing
+  // recorded.
   absl::StatusOr<Pass> RunOnce();
 
-  // Runs passes until RequestStop (the pass under way is finished and recorded first), the sink
+  // Runs passes until RequestStop (the pass under way is finished and recorded first; a batch
+  // claimed ahead is given back unpublished), the sink
   // says the endpoint is gone (FailedPrecondition with the sink's words), or the store fails
   // `max_store_failures` times in a row (its error). Claims again at once after a pass that
   // published anything; waits poll_interval after an empty pass, less when Wake() is called or
@@ -95,6 +99,11 @@ class Relay final {
     std::vector<Outcome> outcomes;
     std::set<std::string> stopped;  // aggregates whose earlier message failed in this batch
   };
+  absl::StatusOr<Batch> Claim(const Batch* unfinished);
+  // Publishes `batch`, leaving out the aggregates `held_back`, and records it. Adds to
+  // `unacknowledged` (when given) the aggregates of the batch that have a message not sent.
+  absl::StatusOr<Pass> Deliver(const Batch& batch, std::set<std::string> held_back,
+                               std::set<std::string>* unacknowledged);
   // Publishes the batch one message at a time, in seq order.
   void PublishInOrder(const Batch& batch, Progress& progress);
   // Publishes the batch in waves of distinct aggregates (Sink::concurrent()).

@@ -27,12 +27,38 @@ std::string Runnable(Dialect dialect) {
       dialect == Dialect::kPostgres ? " OFFSET 0" : "");
 }
 
-// ... and whose aggregate no relay holds a live lease on (PostgreSQL; a probe of the lease's
-// primary key: as an anti join, a lease table the planner had no statistics for yet was scanned
-// once per candidate).
-constexpr std::string_view kUnleased =
+// ... and whose aggregate no other batch holds a live lease on: another relay's, or this
+// relay's other than the unfinished batch ($6) a claim ahead may take over (PostgreSQL; a probe
+// of the lease's primary key: as an anti join, a lease table the planner had no statistics for
+// yet was scanned once per candidate).
+constexpr std::string_view kUnleasedByOthers =
     " AND NOT EXISTS (SELECT 1 FROM idem_outbox_leases l WHERE l.aggregate_key = o.aggregate_key "
-    "AND l.lease_until_ms > $1 OFFSET 0)";
+    "AND l.lease_until_ms > $1 AND l.token <> $6 OFFSET 0)";
+
+// "o.seq is none of the seqs in the JSON array `param`" (PostgreSQL): a hashed subplan, one
+// lookup per row.
+std::string NotIn(std::string_view param) {
+  return fmt::format("o.seq NOT IN (SELECT jsonb_array_elements_text({}::jsonb)::bigint)", param);
+}
+
+// `seqs` as a JSON array, the form one statement takes a list of seqs in.
+std::string JsonArray(const std::vector<int64_t>& seqs) {
+  std::string list = "[";
+  for (int64_t seq : seqs) {
+    if (list.size() > 1) list += ',';
+    list += std::to_string(seq);
+  }
+  list += ']';
+  return list;
+}
+
+// The seqs of `batch`'s messages as a JSON array.
+std::string SeqList(const Batch& batch) {
+  std::vector<int64_t> seqs;
+  seqs.reserve(batch.messages.size());
+  for (const OutboxRecord& message : batch.messages) seqs.push_back(message.seq);
+  return JsonArray(seqs);
+}
 
 absl::StatusOr<std::vector<OutboxRecord>> Decode(const std::vector<SqlRow>& rows) {
   std::vector<OutboxRecord> records;
@@ -48,12 +74,7 @@ absl::StatusOr<std::vector<OutboxRecord>> Decode(const std::vector<SqlRow>& rows
 absl::Status RecordSent(Transaction& tx, Dialect dialect, const std::vector<int64_t>& seqs,
                         int64_t now_ms) {
   if (seqs.empty()) return absl::OkStatus();
-  std::string list = "[";
-  for (int64_t seq : seqs) {
-    if (list.size() > 1) list += ',';
-    list += std::to_string(seq);
-  }
-  list += ']';
+  const std::string list = JsonArray(seqs);
   const std::string_view each = dialect == Dialect::kPostgres
                                     ? "SELECT jsonb_array_elements_text($1::jsonb)::bigint"
                                     : "SELECT value FROM json_each($1)";
@@ -105,9 +126,13 @@ absl::StatusOr<Dialect> DialectOf(std::string_view uri) {
 }
 
 absl::StatusOr<Batch> RelayStore::Claim(int64_t now_ms, int64_t max_messages, int64_t lease_ms,
-                                        bool let_dead_pass) {
+                                        bool let_dead_pass, const Batch* unfinished) {
   if (dialect_ == Dialect::kPostgres) {
-    return ClaimPostgres(now_ms, max_messages, lease_ms, let_dead_pass);
+    return ClaimPostgres(now_ms, max_messages, lease_ms, let_dead_pass, unfinished);
+  }
+  if (unfinished != nullptr) {
+    return absl::FailedPreconditionError(
+        "a SQLite claim holds no lease, so no batch can be claimed before the last is finished");
   }
   const SqlValue params[] = {now_ms, int64_t{let_dead_pass ? 1 : 0}, max_messages};
   const std::string sql =
@@ -122,38 +147,47 @@ absl::StatusOr<Batch> RelayStore::Claim(int64_t now_ms, int64_t max_messages, in
 }
 
 absl::StatusOr<Batch> RelayStore::ClaimPostgres(int64_t now_ms, int64_t max_messages,
-                                                int64_t lease_ms, bool let_dead_pass) {
+                                                int64_t lease_ms, bool let_dead_pass,
+                                                const Batch* unfinished) {
   Batch batch{.token = fmt::format("{}:{}", owner_, ++claims_),
               .lease_until_ms = now_ms + lease_ms};
   const int64_t dead = let_dead_pass ? 1 : 0;
   const std::string runnable = Runnable(Dialect::kPostgres);
+  // The unfinished batch (claiming ahead): its token, whose leases this claim may take over,
+  // and its messages, which it leaves out (until that batch is finished they are still pending,
+  // and due). Without one: a token no lease carries and no message.
+  const std::string unfinished_token = unfinished != nullptr ? unfinished->token : "";
+  const std::string unfinished_seqs = unfinished != nullptr ? SeqList(*unfinished) : "[]";
   // One statement leases the aggregates of the first $3 runnable messages: an aggregate without
   // a lease row gets one carrying this claim's token (a row this statement inserts is its own
   // until commit; a concurrent insert of the same key waits, then does nothing; a key that has a
   // row is not inserted at all, since ON CONFLICT would wait for a relay holding that row), and
-  // a free lease row is taken FOR UPDATE SKIP LOCKED (a row another relay holds is skipped). Both
-  // parts see the statement's snapshot, so the UPDATE never sees the rows the INSERT adds.
+  // a free lease row, or one of the unfinished batch ($6), is taken FOR UPDATE SKIP LOCKED (a row
+  // another relay holds is skipped, and so is one the unfinished batch is releasing right now:
+  // that aggregate waits for the next claim). Both parts see the statement's snapshot, so the
+  // UPDATE never sees the rows the INSERT adds.
   const std::string lease = fmt::format(
       "WITH c AS MATERIALIZED (SELECT DISTINCT k.aggregate_key FROM (SELECT o.aggregate_key "
-      "FROM idem_outbox o WHERE {}{} ORDER BY o.seq LIMIT $3) k), "
+      "FROM idem_outbox o WHERE {}{} AND {} ORDER BY o.seq LIMIT $3) k), "
       "added AS (INSERT INTO idem_outbox_leases (aggregate_key, token, lease_until_ms) "
       "SELECT c.aggregate_key, $4, $5 FROM c WHERE NOT EXISTS (SELECT 1 FROM idem_outbox_leases "
       "x WHERE x.aggregate_key = c.aggregate_key OFFSET 0) ON CONFLICT (aggregate_key) DO NOTHING "
       "RETURNING 1), "
       "taken AS (UPDATE idem_outbox_leases SET token = $4, lease_until_ms = $5 WHERE "
       "aggregate_key IN (SELECT l.aggregate_key FROM idem_outbox_leases l WHERE "
-      "l.lease_until_ms <= $1 AND l.aggregate_key IN (SELECT aggregate_key FROM c) "
-      "FOR UPDATE SKIP LOCKED) RETURNING 1) "
+      "(l.lease_until_ms <= $1 OR l.token = $6) AND l.aggregate_key IN (SELECT aggregate_key "
+      "FROM c) FOR UPDATE SKIP LOCKED) RETURNING 1) "
       "SELECT (SELECT count(*) FROM added) + (SELECT count(*) FROM taken)",
-      runnable, kUnleased);
+      runnable, kUnleasedByOthers, NotIn("$7"));
   // The messages are read by a statement of their own: its snapshot is taken after the leases
   // were, so it sees every message the lease's previous holder recorded as sent. The lease test
   // is a probe of the lease's primary key per message (OFFSET 0 again): as a semi join, the
   // planner fetched every unsent message of every leased aggregate and sorted them (535 ms).
   const std::string read = fmt::format(
-      "SELECT {} FROM idem_outbox o WHERE {} AND EXISTS (SELECT 1 FROM idem_outbox_leases m "
-      "WHERE m.aggregate_key = o.aggregate_key AND m.token = $3 OFFSET 0) ORDER BY o.seq LIMIT $4",
-      outbox::kColumns, runnable);
+      "SELECT {} FROM idem_outbox o WHERE {} AND {} AND EXISTS (SELECT 1 FROM idem_outbox_leases "
+      "m WHERE m.aggregate_key = o.aggregate_key AND m.token = $3 OFFSET 0) ORDER BY o.seq "
+      "LIMIT $4",
+      outbox::kColumns, runnable, NotIn("$5"));
   return outbox::InTransaction(store_, [&](StoreTransaction& tx) -> absl::StatusOr<Batch> {
     // For this transaction only: the per-row probes make the planner's cost estimates large, and
     // over jit_above_cost PostgreSQL compiled the read with LLVM first (~38 ms per claim, for a
@@ -163,14 +197,16 @@ absl::StatusOr<Batch> RelayStore::ClaimPostgres(int64_t now_ms, int64_t max_mess
     IDEM_RETURN_IF_ERROR(tx.Execute("SELECT set_config('jit', 'off', true), "
                                     "set_config('enable_bitmapscan', 'off', true)")
                              .status());
-    const SqlValue take[] = {now_ms, dead, max_messages, batch.token, batch.lease_until_ms};
+    const SqlValue take[] = {
+        now_ms,           dead,           max_messages, batch.token, batch.lease_until_ms,
+        unfinished_token, unfinished_seqs};
     IDEM_ASSIGN_OR_RETURN(std::vector<SqlRow> leased, tx.Query(lease, take));
     if (leased.empty() || leased.front().empty() ||
         std::get_if<int64_t>(&leased.front().front()) == nullptr) {
       return absl::InternalError("leasing aggregates returned no count");
     }
     if (std::get<int64_t>(leased.front().front()) == 0) return batch;
-    const SqlValue mine[] = {now_ms, dead, batch.token, max_messages};
+    const SqlValue mine[] = {now_ms, dead, batch.token, max_messages, unfinished_seqs};
     IDEM_ASSIGN_OR_RETURN(std::vector<SqlRow> rows, tx.Query(read, mine));
     IDEM_ASSIGN_OR_RETURN(batch.messages, Decode(rows));
     return batch;

@@ -11,11 +11,18 @@
 //    transaction); no row lock is held while the batch is published; the lease lapses by
 //    itself if the relay dies. Nothing is found by "id > last seen": a row that commits late is
 //    simply pending, and found by the next claim.
+//    A relay may claim its next batch while the previous one is still published (claiming
+//    ahead): that claim leaves the unfinished batch's messages out and takes its aggregates over
+//    from it (their leases then carry the new batch's token), so an aggregate can have messages
+//    in both batches; the caller publishes the later batch's only after the earlier batch's
+//    messages of that aggregate were acknowledged (Relay::Run).
 //
-// Thread-safety: one RelayStore per relay thread.
+// Thread-safety: one RelayStore per relay; on PostgreSQL a claim ahead may run on a second
+// thread beside the relay's other calls (each transaction takes its own pooled connection).
 #ifndef IDEM_RELAY_RELAY_STORE_H_
 #define IDEM_RELAY_RELAY_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,9 +63,16 @@ class RelayStore final {
 
   // Claims up to `max_messages` due messages at `now_ms`, leasing their aggregates until
   // now_ms + lease_ms (PostgreSQL). `let_dead_pass`: a dead message no longer holds back its
-  // aggregate's followers. Errors: Unavailable when the store is busy or down.
+  // aggregate's followers. `unfinished` (PostgreSQL, claims_ahead()): a batch of this relay that
+  // is claimed but not yet finished; its messages are left out, and its aggregates may be taken
+  // over (see above). Errors: Unavailable when the store is busy or down; FailedPrecondition for
+  // `unfinished` on SQLite.
   absl::StatusOr<Batch> Claim(int64_t now_ms, int64_t max_messages, int64_t lease_ms,
-                              bool let_dead_pass);
+                              bool let_dead_pass, const Batch* unfinished = nullptr);
+
+  // true when Claim may be given an unfinished batch: on PostgreSQL, whose leases keep a batch
+  // claimed ahead apart from the one still published. SQLite's claim is a plain read.
+  bool claims_ahead() const { return dialect_ == Dialect::kPostgres; }
 
   // Records `outcomes` (attempted messages of `batch`) at `now_ms` and releases the batch's
   // leases, in one transaction. A message already sent or purged meanwhile is left as it is.
@@ -73,12 +87,12 @@ class RelayStore final {
 
  private:
   absl::StatusOr<Batch> ClaimPostgres(int64_t now_ms, int64_t max_messages, int64_t lease_ms,
-                                      bool let_dead_pass);
+                                      bool let_dead_pass, const Batch* unfinished);
 
   Store& store_;
   Dialect dialect_;
   std::string owner_;
-  int64_t claims_ = 0;
+  std::atomic<int64_t> claims_ = 0;  // a claim ahead runs beside the thread that finishes
 };
 
 }  // namespace idem::relay

@@ -38,6 +38,12 @@ class RelayLeases : public ::testing::Test {
     ASSERT_TRUE((*tx)->Commit().ok());
   }
 
+  static std::vector<int64_t> Seqs(const Batch& batch) {
+    std::vector<int64_t> out;
+    for (const OutboxRecord& m : batch.messages) out.push_back(m.seq);
+    return out;
+  }
+
   static std::set<std::string> Aggregates(const Batch& batch) {
     std::set<std::string> out;
     for (const OutboxRecord& m : batch.messages) out.insert(m.aggregate_key);
@@ -80,6 +86,46 @@ TEST_F(RelayLeases, LapsedLeaseOfADeadRelayIsTakenOver) {
   auto later = relay_b_->Claim(clock_.NowMillis() + 1'000, 100, 30'000, false);
   ASSERT_TRUE(later.ok());
   EXPECT_EQ(later->messages.size(), 6u);
+}
+
+// Claiming ahead (a relay claims its next batch while the last is still published): the claim
+// leaves the unfinished batch's messages out and takes its aggregates' leases over, and those
+// leases then stay held until the batch claimed ahead is finished.
+TEST_F(RelayLeases, ClaimAheadTakesTheUnfinishedBatchsAggregatesOverAndLeavesItsMessagesOut) {
+  auto first = relay_a_->Claim(clock_.NowMillis(), 2, 30'000, false);  // x1, y1
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(Seqs(*first), (std::vector<int64_t>{1, 2}));
+  auto ahead = relay_a_->Claim(clock_.NowMillis(), 100, 30'000, false, &*first);
+  ASSERT_TRUE(ahead.ok()) << ahead.status();
+  EXPECT_EQ(Seqs(*ahead), (std::vector<int64_t>{3, 4, 5, 6}));  // z1, x2, y2, z2
+  EXPECT_TRUE(relay_b_->Claim(clock_.NowMillis(), 100, 30'000, false)->messages.empty());
+
+  // Finishing the first batch records its messages but leaves the leases to the second.
+  const std::vector<Outcome> sent = {{.seq = 1}, {.seq = 2}};
+  ASSERT_TRUE(relay_a_->Finish(*first, sent, clock_.NowMillis()).ok());
+  EXPECT_TRUE(relay_b_->Claim(clock_.NowMillis(), 100, 30'000, false)->messages.empty());
+  ASSERT_TRUE(relay_a_->Finish(*ahead, {}, clock_.NowMillis()).ok());  // nothing attempted
+  auto after = relay_b_->Claim(clock_.NowMillis(), 100, 30'000, false);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(Seqs(*after), (std::vector<int64_t>{3, 4, 5, 6}));
+}
+
+TEST_F(RelayLeases, ClaimAheadLeavesAnotherRelaysAggregatesAlone) {
+  auto first = relay_a_->Claim(clock_.NowMillis(), 1, 30'000, false);  // x1
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto other = relay_b_->Claim(clock_.NowMillis(), 1, 30'000, false);  // y1
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(Aggregates(*other), (std::set<std::string>{"y"}));
+  auto ahead = relay_a_->Claim(clock_.NowMillis(), 100, 30'000, false, &*first);
+  ASSERT_TRUE(ahead.ok()) << ahead.status();
+  EXPECT_EQ(Seqs(*ahead), (std::vector<int64_t>{3, 4, 6}));  // z1, x2, z2
+}
+
+TEST_F(RelayLeases, SqliteRefusesAClaimAhead) {
+  RelayStore sqlite(*store_a_, Dialect::kSqlite, "s");  // only the dialect matters here
+  Batch unfinished;
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      sqlite.Claim(clock_.NowMillis(), 100, 30'000, false, &unfinished).status()));
 }
 
 }  // namespace
