@@ -128,7 +128,9 @@ absl::Status ServerImpl::MakeUpstreamPools(const UpstreamTarget& target) {
     return absl::UnavailableError(fmt::format("--upstream {}: cannot resolve '{}': {}",
                                               ctx_.config.upstream, target.origin.host,
                                               ec.message()));
-  ::idem::http::PoolOptions options{.max_open = kMaxOpenUpstream, .max_idle = kMaxIdleUpstream};
+  // Each worker's io_context runs on its one thread, and its pool is used only there.
+  ::idem::http::PoolOptions options{
+      .max_open = kMaxOpenUpstream, .max_idle = kMaxIdleUpstream, .single_threaded = true};
   if (target.origin.tls()) {
     auto tls = ::idem::http::MakeClientTlsContext({.ca_file = ctx_.config.cacert});
     if (!tls.ok())

@@ -36,6 +36,8 @@ absl::StatusOr<std::shared_ptr<ConnectionPool>> BlockingClient::PoolFor(const Or
     if (!tls.ok()) return tls.status();
     options_.pool.tls = std::move(*tls);
   }
+  // Send runs the io_context on its caller's thread, one Send at a time.
+  options_.pool.single_threaded = true;
   absl::StatusOr<std::shared_ptr<ConnectionPool>> pool =
       ConnectionPool::Create(ioc_.get_executor(), origin, options_.pool);
   if (pool.ok()) pools_.emplace(name, *pool);

@@ -141,6 +141,11 @@ ConnectionPool::ConnectionPool(asio::any_io_executor ex, Origin origin, PoolOpti
       options_(std::move(options)),
       state_(std::make_unique<State>(asio::make_strand(executor_))) {}
 
+boost::asio::any_io_executor ConnectionPool::OperationExecutor() const {
+  if (options_.single_threaded) return executor_;
+  return asio::make_strand(executor_);
+}
+
 ConnectionPool::~ConnectionPool() {
   for (State::Idle& i : state_->idle) i.stream->Close();
 }
@@ -237,15 +242,15 @@ void ConnectionPool::SweepIdle() {
 }
 
 // One connection being established: resolve, connect, and for https the TLS handshake, all on
-// one strand and bounded by the acquire's deadline.
+// one strand (or the single-threaded pool's executor) and bounded by the acquire's deadline.
 struct ConnectionPool::ConnectOp : std::enable_shared_from_this<ConnectOp> {
   ConnectOp(std::shared_ptr<ConnectionPool> p, SteadyTime d, Done dn)
       : pool(std::move(p)),
         deadline(d),
         done(std::move(dn)),
-        strand(asio::make_strand(pool->executor_)),
-        resolver(strand),
-        watchdog(strand) {}
+        executor(pool->OperationExecutor()),
+        resolver(executor),
+        watchdog(executor) {}
 
   void Start() {
     watchdog.expires_at(deadline);
@@ -265,9 +270,9 @@ struct ConnectionPool::ConnectOp : std::enable_shared_from_this<ConnectOp> {
   void OnResolved(error_code ec, tcp::resolver::results_type results) {
     if (ec) return Fail(timed_out ? Timeout() : ResolveError(ec, pool->origin_.host));
     if (pool->origin_.tls()) {
-      stream = std::make_unique<Stream>(strand, *pool->options_.tls);
+      stream = std::make_unique<Stream>(executor, *pool->options_.tls);
     } else {
-      stream = std::make_unique<Stream>(strand);
+      stream = std::make_unique<Stream>(executor);
     }
     stream->tcp().async_connect(
         results, [self = shared_from_this()](error_code cec, const tcp::endpoint&) {
@@ -315,7 +320,7 @@ struct ConnectionPool::ConnectOp : std::enable_shared_from_this<ConnectOp> {
   std::shared_ptr<ConnectionPool> pool;
   const SteadyTime deadline;
   Done done;
-  asio::strand<asio::any_io_executor> strand;
+  asio::any_io_executor executor;
   tcp::resolver resolver;
   asio::steady_timer watchdog;
   std::unique_ptr<Stream> stream;

@@ -6,7 +6,6 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ssl/error.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/error.hpp>
 #pragma GCC diagnostic pop
@@ -94,7 +93,7 @@ class SendOp final : public std::enable_shared_from_this<SendOp> {
  public:
   SendOp(std::shared_ptr<ConnectionPool> pool, Request request, SendOptions options, SendDone done)
       : pool_(std::move(pool)),
-        strand_(asio::make_strand(pool_->get_executor())),
+        executor_(pool_->OperationExecutor()),
         request_(std::move(request)),
         options_(options),
         done_(std::move(done)) {
@@ -106,13 +105,13 @@ class SendOp final : public std::enable_shared_from_this<SendOp> {
   void Run() {
     pool_->AsyncAcquire(
         options_.deadline,
-        asio::bind_executor(strand_, [self = shared_from_this()](AcquireResult r) mutable {
+        asio::bind_executor(executor_, [self = shared_from_this()](AcquireResult r) mutable {
           self->OnAcquired(std::move(r));
         }));
   }
 
   void Cancel() {
-    asio::dispatch(strand_, [self = shared_from_this()] {
+    asio::dispatch(executor_, [self = shared_from_this()] {
       if (self->finished_) return;
       self->cancelled_ = true;
       if (self->conn_.valid()) {
@@ -135,7 +134,7 @@ class SendOp final : public std::enable_shared_from_this<SendOp> {
     conn_.stream().tcp().expires_at(options_.deadline);
     AsyncExchange(conn_.stream(), request_, options_.limits,
                   asio::bind_executor(
-                      strand_, [self = shared_from_this()](error_code ec, ExchangeReply reply) {
+                      executor_, [self = shared_from_this()](error_code ec, ExchangeReply reply) {
                         self->OnExchanged(ec, std::move(reply));
                       }));
   }
@@ -174,7 +173,8 @@ class SendOp final : public std::enable_shared_from_this<SendOp> {
   }
 
   std::shared_ptr<ConnectionPool> pool_;
-  asio::strand<asio::any_io_executor> strand_;
+  // A strand of the pool's executor, or the executor itself for a single-threaded pool.
+  asio::any_io_executor executor_;
   Request request_;
   const SendOptions options_;
   SendDone done_;

@@ -8,7 +8,8 @@
 //     carrying an Idempotency-Key; or when the write itself failed).
 //
 // Thread-safety: AsyncSend may be started from any thread, any number at once (each runs on its
-// own strand); its handler runs on the handler's associated executor (e.g. the caller's strand),
+// own strand), except on a single-threaded pool (PoolOptions::single_threaded: started from the
+// pool's thread, run on its executor); its handler runs on the handler's associated executor (e.g. the caller's strand),
 // otherwise on the pool's executor. AsyncSend honours Asio per-operation cancellation (bind a
 // cancellation slot to the handler; any cancellation type ends it with Cancelled).
 // AsyncExchange has Stream's rules: one exchange per Stream at a time.

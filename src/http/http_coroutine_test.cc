@@ -46,7 +46,8 @@ asio::awaitable<void> SendOne(std::shared_ptr<ConnectionPool> pool, int i,
   if (++finished == static_cast<int>(statuses.size())) pool->Shutdown();
 }
 
-TEST(HttpCoroutines, ConcurrentSendsAwaitTheirOwnAnswersWithinThePoolBound) {
+// 20 sends at once through a pool of 3 connections on one io_context thread.
+void ExpectConcurrentSendsWithinThePoolBound(bool single_threaded) {
   ScriptedServer server([](const SeenRequest& s) {
     return ScriptedReply{"HTTP/1.1 103 Early Hints\r\n\r\n" +
                          fmt::format("HTTP/1.1 201 Created\r\nContent-Length: {}\r\n\r\n{}",
@@ -54,7 +55,7 @@ TEST(HttpCoroutines, ConcurrentSendsAwaitTheirOwnAnswersWithinThePoolBound) {
   });
   asio::io_context ioc;
   auto pool = *ConnectionPool::Create(ioc.get_executor(), ParseUrl(server.Url("/"))->origin,
-                                      PoolOptions{.max_open = 3, .max_idle = 3});
+                                      PoolOptions{.max_open = 3, .max_idle = 3, .single_threaded = single_threaded});
   std::vector<int> statuses(20, 0);
   int finished = 0;
   for (int i = 0; i < 20; ++i) {
@@ -65,6 +66,15 @@ TEST(HttpCoroutines, ConcurrentSendsAwaitTheirOwnAnswersWithinThePoolBound) {
   EXPECT_EQ(server.requests().size(), 20u);
   EXPECT_LE(server.max_concurrent(), 3);
   EXPECT_LE(pool->stats().open, 3u);
+}
+
+TEST(HttpCoroutines, ConcurrentSendsAwaitTheirOwnAnswersWithinThePoolBound) {
+  ExpectConcurrentSendsWithinThePoolBound(/*single_threaded=*/false);
+}
+
+// Without strands: every send and connection runs on the io_context's executor itself.
+TEST(HttpCoroutines, SingleThreadedPoolServesConcurrentSendsWithinItsBound) {
+  ExpectConcurrentSendsWithinThePoolBound(/*single_threaded=*/true);
 }
 
 asio::awaitable<void> AcquireTwice(std::shared_ptr<ConnectionPool> pool, bool& reused) {
