@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -120,15 +121,17 @@ absl::StatusOr<Batch> Relay::Claim(const Batch* unfinished) {
                       options_.let_dead_pass, unfinished);
 }
 
-absl::StatusOr<Relay::Pass> Relay::Deliver(const Batch& batch, std::set<std::string> held_back,
-                                           std::set<std::string>* unacknowledged) {
+absl::StatusOr<Relay::Pass> Relay::Deliver(
+    const Batch& batch, std::set<std::string> held_back, std::set<std::string>* unacknowledged,
+    const std::function<std::vector<std::string>()>& taken_over) {
   Progress progress{.stopped = std::move(held_back)};
   if (sink_.concurrent()) {
     PublishWaves(batch, progress);
   } else {
     PublishInOrder(batch, progress);
   }
-  if (absl::Status done = store_.Finish(batch, progress.outcomes, clock_.NowMillis()); !done.ok()) {
+  if (absl::Status done = store_.Finish(batch, progress.outcomes, clock_.NowMillis(), taken_over);
+      !done.ok()) {
     return done;
   }
   if (unacknowledged != nullptr) {
@@ -146,7 +149,7 @@ absl::StatusOr<Relay::Pass> Relay::Deliver(const Batch& batch, std::set<std::str
 absl::StatusOr<Relay::Pass> Relay::RunOnce() {
   absl::StatusOr<Batch> batch = Claim(nullptr);
   if (!batch.ok()) return batch.status();
-  return Deliver(*batch, {}, nullptr);
+  return Deliver(*batch, {}, nullptr, {});
 }
 
 absl::Status Relay::Housekeeping(int64_t now_ms) {
@@ -172,20 +175,32 @@ absl::Status Relay::Run(int max_store_failures) {
   // The next batch, claimed while the current one is published (PostgreSQL), and the aggregates
   // of the current one that it must hold back.
   std::future<absl::StatusOr<Batch>> ahead;
+  std::optional<absl::StatusOr<Batch>> ahead_claimed;  // once `ahead` is done
   std::set<std::string> unacknowledged;
+  auto await_ahead = [&] {
+    if (ahead.valid()) ahead_claimed = ahead.get();
+  };
+  // The aggregates the claim ahead took over (Finish leaves their leases alone).
+  auto taken_over = [&] {
+    await_ahead();
+    return ahead_claimed && ahead_claimed->ok() ? (*ahead_claimed)->leased
+                                                : std::vector<std::string>{};
+  };
   // Gives a batch claimed ahead back unpublished: its leases, some taken over from the batch
   // before it, are released at once rather than left to lapse. A failure here changes nothing:
   // they lapse.
   auto give_back_ahead = [&] {
-    if (!ahead.valid()) return;
-    absl::StatusOr<Batch> unpublished = ahead.get();
-    if (unpublished.ok() && !unpublished->token.empty()) {
-      (void)store_.Finish(*unpublished, {}, clock_.NowMillis());
+    await_ahead();
+    if (ahead_claimed && ahead_claimed->ok()) {
+      (void)store_.Finish(**ahead_claimed, {}, clock_.NowMillis());
     }
+    ahead_claimed.reset();
   };
   while (!stop_.load()) {
-    const bool claimed_ahead = ahead.valid();
-    absl::StatusOr<Batch> claimed = claimed_ahead ? ahead.get() : Claim(nullptr);
+    await_ahead();
+    const bool claimed_ahead = ahead_claimed.has_value();
+    absl::StatusOr<Batch> claimed = claimed_ahead ? *std::move(ahead_claimed) : Claim(nullptr);
+    ahead_claimed.reset();
     absl::StatusOr<Pass> pass = absl::UnknownError("not claimed");
     if (!claimed.ok()) {
       pass = claimed.status();
@@ -198,7 +213,7 @@ absl::Status Relay::Run(int max_store_failures) {
       if (store_.claims_ahead() && !batch->messages.empty() && !stop_.load()) {
         ahead = std::async(std::launch::async, [this, batch] { return Claim(batch.get()); });
       }
-      pass = Deliver(*batch, std::move(held_back), &unacknowledged);
+      pass = Deliver(*batch, std::move(held_back), &unacknowledged, taken_over);
     }
     if (pass.ok()) {
       if (absl::Status kept = Housekeeping(clock_.NowMillis()); !kept.ok()) pass = kept;

@@ -100,10 +100,12 @@ class Relay final {
     std::set<std::string> stopped;  // aggregates whose earlier message failed in this batch
   };
   absl::StatusOr<Batch> Claim(const Batch* unfinished);
-  // Publishes `batch`, leaving out the aggregates `held_back`, and records it. Adds to
-  // `unacknowledged` (when given) the aggregates of the batch that have a message not sent.
+  // Publishes `batch`, leaving out the aggregates `held_back`, and records it (`taken_over`:
+  // see RelayStore::Finish). Adds to `unacknowledged` (when given) the aggregates of the batch
+  // that have a message not sent.
   absl::StatusOr<Pass> Deliver(const Batch& batch, std::set<std::string> held_back,
-                               std::set<std::string>* unacknowledged);
+                               std::set<std::string>* unacknowledged,
+                               const std::function<std::vector<std::string>()>& taken_over);
   // Publishes the batch one message at a time, in seq order.
   void PublishInOrder(const Batch& batch, Progress& progress);
   // Publishes the batch in waves of distinct aggregates (Sink::concurrent()).

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <boost/json.hpp>
+#include <set>
+#include <string_view>
+
 #include "common/status_macros.h"
 #include "outbox/outbox_rows.h"
 
@@ -50,6 +54,14 @@ std::string JsonArray(const std::vector<int64_t>& seqs) {
   }
   list += ']';
   return list;
+}
+
+// `keys` as a JSON array of strings.
+std::string KeyList(const std::vector<std::string>& keys) {
+  boost::json::array array;
+  array.reserve(keys.size());
+  for (const std::string& key : keys) array.emplace_back(boost::json::string(key));
+  return boost::json::serialize(array);
 }
 
 // The seqs of `batch`'s messages as a JSON array.
@@ -172,12 +184,12 @@ absl::StatusOr<Batch> RelayStore::ClaimPostgres(int64_t now_ms, int64_t max_mess
       "added AS (INSERT INTO idem_outbox_leases (aggregate_key, token, lease_until_ms) "
       "SELECT c.aggregate_key, $4, $5 FROM c WHERE NOT EXISTS (SELECT 1 FROM idem_outbox_leases "
       "x WHERE x.aggregate_key = c.aggregate_key OFFSET 0) ON CONFLICT (aggregate_key) DO NOTHING "
-      "RETURNING 1), "
+      "RETURNING aggregate_key), "
       "taken AS (UPDATE idem_outbox_leases SET token = $4, lease_until_ms = $5 WHERE "
       "aggregate_key IN (SELECT l.aggregate_key FROM idem_outbox_leases l WHERE "
       "(l.lease_until_ms <= $1 OR l.token = $6) AND l.aggregate_key IN (SELECT aggregate_key "
-      "FROM c) FOR UPDATE SKIP LOCKED) RETURNING 1) "
-      "SELECT (SELECT count(*) FROM added) + (SELECT count(*) FROM taken)",
+      "FROM c) FOR UPDATE SKIP LOCKED) RETURNING aggregate_key) "
+      "SELECT aggregate_key FROM added UNION ALL SELECT aggregate_key FROM taken",
       runnable, kUnleasedByOthers, NotIn("$7"));
   // The messages are read by a statement of their own: its snapshot is taken after the leases
   // were, so it sees every message the lease's previous holder recorded as sent. The lease test
@@ -201,11 +213,13 @@ absl::StatusOr<Batch> RelayStore::ClaimPostgres(int64_t now_ms, int64_t max_mess
         now_ms,           dead,           max_messages, batch.token, batch.lease_until_ms,
         unfinished_token, unfinished_seqs};
     IDEM_ASSIGN_OR_RETURN(std::vector<SqlRow> leased, tx.Query(lease, take));
-    if (leased.empty() || leased.front().empty() ||
-        std::get_if<int64_t>(&leased.front().front()) == nullptr) {
-      return absl::InternalError("leasing aggregates returned no count");
+    batch.leased.reserve(leased.size());
+    for (const SqlRow& row : leased) {
+      const std::string* key = row.empty() ? nullptr : std::get_if<std::string>(&row.front());
+      if (key == nullptr) return absl::InternalError("leasing aggregates returned no key");
+      batch.leased.push_back(*key);
     }
-    if (std::get<int64_t>(leased.front().front()) == 0) return batch;
+    if (batch.leased.empty()) return batch;
     const SqlValue mine[] = {now_ms, dead, batch.token, max_messages, unfinished_seqs};
     IDEM_ASSIGN_OR_RETURN(std::vector<SqlRow> rows, tx.Query(read, mine));
     IDEM_ASSIGN_OR_RETURN(batch.messages, Decode(rows));
@@ -214,7 +228,8 @@ absl::StatusOr<Batch> RelayStore::ClaimPostgres(int64_t now_ms, int64_t max_mess
 }
 
 absl::Status RelayStore::Finish(const Batch& batch, const std::vector<Outcome>& outcomes,
-                                int64_t now_ms) {
+                                int64_t now_ms,
+                                const std::function<std::vector<std::string>()>& taken_over) {
   return outbox::InTransaction(
              store_,
              [&](StoreTransaction& tx) -> absl::StatusOr<bool> {
@@ -227,12 +242,22 @@ absl::Status RelayStore::Finish(const Batch& batch, const std::vector<Outcome>& 
                  }
                }
                IDEM_RETURN_IF_ERROR(RecordSent(tx, dialect_, sent, now_ms));
-               if (!batch.token.empty()) {
-                 const SqlValue params[] = {batch.token};
-                 IDEM_RETURN_IF_ERROR(tx.Execute("UPDATE idem_outbox_leases SET lease_until_ms = 0 "
-                                                 "WHERE token = $1",
-                                                 params)
-                                          .status());
+               std::vector<std::string> release = batch.leased;
+               if (taken_over && !release.empty()) {
+                 const std::vector<std::string> kept = taken_over();
+                 const std::set<std::string_view> skip(kept.begin(), kept.end());
+                 std::erase_if(release, [&](const std::string& key) { return skip.contains(key); });
+               }
+               if (!release.empty()) {
+                 // By primary key: "WHERE token = $1" alone scanned the whole lease table. A
+                 // lease a claim ahead took over carries its token now, and stays held.
+                 const SqlValue params[] = {batch.token, KeyList(release)};
+                 IDEM_RETURN_IF_ERROR(
+                     tx.Execute("UPDATE idem_outbox_leases SET lease_until_ms = 0 WHERE "
+                                "aggregate_key IN (SELECT jsonb_array_elements_text($2::jsonb)) "
+                                "AND token = $1",
+                                params)
+                         .status());
                }
                return true;
              })
