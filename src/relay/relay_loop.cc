@@ -134,6 +134,9 @@ absl::StatusOr<Relay::Pass> Relay::Deliver(
       !done.ok()) {
     return done;
   }
+  for (const Outcome& outcome : progress.outcomes) {
+    if (outcome.kind == Outcome::Kind::kRetry) retries_due_ms_.insert(outcome.next_attempt_ms);
+  }
   if (unacknowledged != nullptr) {
     std::set<int64_t> sent;
     for (const Outcome& outcome : progress.outcomes) {
@@ -199,6 +202,7 @@ absl::Status Relay::Run(int max_store_failures) {
   while (!stop_.load()) {
     await_ahead();
     const bool claimed_ahead = ahead_claimed.has_value();
+    const int64_t claimed_at_ms = clock_.NowMillis();
     absl::StatusOr<Batch> claimed = claimed_ahead ? *std::move(ahead_claimed) : Claim(nullptr);
     ahead_claimed.reset();
     absl::StatusOr<Pass> pass = absl::UnknownError("not claimed");
@@ -236,10 +240,19 @@ absl::Status Relay::Run(int max_store_failures) {
     }
     // A batch claimed ahead that had nothing to send says nothing of the outbox: the batch before
     // it still held messages then. Claim again at once.
-    if (pass->attempted == 0 && !claimed_ahead) Wait(options_.poll_interval);
+    if (pass->attempted == 0 && !claimed_ahead) Wait(IdleWait(claimed_at_ms));
   }
   give_back_ahead();
   return absl::OkStatus();
+}
+
+Millis Relay::IdleWait(int64_t claimed_at_ms) {
+  // A claim that started at or after a retry's time found it due (or it was sent, re-driven or
+  // purged since): it needs no wake of its own any more.
+  retries_due_ms_.erase(retries_due_ms_.begin(), retries_due_ms_.upper_bound(claimed_at_ms));
+  if (retries_due_ms_.empty()) return options_.poll_interval;
+  const int64_t until_due = std::max<int64_t>(0, *retries_due_ms_.begin() - clock_.NowMillis());
+  return std::min(options_.poll_interval, Millis(until_due));
 }
 
 void Relay::RequestStop() {

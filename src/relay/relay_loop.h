@@ -70,12 +70,12 @@ class Relay final {
   absl::StatusOr<Pass> RunOnce();
 
   // Runs passes until RequestStop (the pass under way is finished and recorded first; a batch
-  // claimed ahead is given back unpublished), the sink
-  // says the endpoint is gone (FailedPrecondition with the sink's words), or the store fails
-  // `max_store_failures` times in a row (its error). Claims again at once after a pass that
-  // published anything; waits poll_interval after an empty pass, less when Wake() is called or
-  // the wake source fires (also for a wake that came during the pass); a failing store is
-  // retried with backoff.
+  // claimed ahead is given back unpublished), the sink says the endpoint is gone
+  // (FailedPrecondition with the sink's words), or the store fails `max_store_failures` times in
+  // a row (its error). Claims again at once after a pass that published anything; waits
+  // poll_interval after an empty pass, less when Wake() is called or the wake source fires (also
+  // for a wake that came during the pass), or when a retry this relay recorded falls due first;
+  // a failing store is retried with backoff.
   absl::Status Run(int max_store_failures = 30);
 
   void RequestStop();
@@ -114,6 +114,9 @@ class Relay final {
   void Settle(const OutboxRecord& message, const Delivery& delivery, Progress& progress);
   Outcome Fail(const OutboxRecord& message, const Delivery& delivery, int64_t now_ms);
   void Wait(Millis wait);
+  // The wait after a pass that found nothing: poll_interval, or less when a retry this relay
+  // recorded falls due sooner (no notification announces it).
+  Millis IdleWait(int64_t claimed_at_ms);
   // Counts pending messages every 5 s, deletes sent ones past retention every retention_every.
   absl::Status Housekeeping(int64_t now_ms);
 
@@ -127,6 +130,7 @@ class Relay final {
   WakeSource* wake_source_ = nullptr;
   int64_t next_retention_ms_ = 0;
   int64_t next_count_ms_ = 0;
+  std::multiset<int64_t> retries_due_ms_;  // when this relay's recorded retries fall due
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -80,6 +80,31 @@ TEST_F(RelayLoopTest, RetryIsDueAfterAJitteredBackoffWithinItsWindow) {
   }
 }
 
+// No notification announces a retry falling due: the relay's wait between passes ends then,
+// not only at the end of the poll interval.
+TEST_F(RelayLoopTest, WaitBetweenPassesEndsWhenARetryFallsDue) {
+  Add({{"a", "a1"}});
+  int attempts = 0;
+  ScriptSink sink([&](const OutboxRecord&) {
+    if (++attempts > 1) return Delivery{};
+    return Delivery{
+        .kind = Delivery::Kind::kRetry, .error = "HTTP 503", .retry_after = Millis(300)};
+  });
+  Relay relay(*relay_store_, sink, clock_, {.poll_interval = Millis(1'000), .seed = 7}, metrics_);
+  std::vector<Millis> waits;
+  relay.SetWaiter([&](Millis wait) {
+    waits.push_back(wait);
+    clock_.Advance(wait);
+    if (waits.size() == 2) relay.RequestStop();
+  });
+  ASSERT_TRUE(relay.Run().ok());
+  // a1 failed; the next claim found nothing due and waited 300 ms, not 1 s; then a1 went out,
+  // and with no retry left the wait is the poll interval again.
+  EXPECT_EQ(waits, (std::vector<Millis>{Millis(300), Millis(1'000)}));
+  EXPECT_EQ(sink.published, (std::vector<std::string>{"a1", "a1"}));
+  EXPECT_EQ(ByPayload("a1").state, OutboxState::kSent);
+}
+
 TEST_F(RelayLoopTest, RetryAfterSetsTheNextAttemptAndIsCapped) {
   Add({{"a", "a1"}, {"b", "b1"}});
   ScriptSink sink([](const OutboxRecord& m) {
