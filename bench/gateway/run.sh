@@ -8,7 +8,9 @@
 #   nodeidem-*     Express + @node-idempotency/core + its Redis adapter, proxying to charges
 #   expressidem-*  Express + express-idempotency + express-idempotency-redis-adapter, proxying
 # Load: wrk -t2 -c64 -d10s -s post.lua (POST /charges, a JSON body, an Idempotency-Key).
-# Then the RSS of idem serve with 10k open keep-alive connections and after 1M stored keys.
+# Then the RSS of idem serve with 10k open keep-alive connections (and once they closed: its
+# open-connection gauge and file descriptors) and after 1M stored keys (with the replay cache's
+# bytes, bounded by --cache-bytes, 64 MiB by default).
 #
 # Environment: DURATION (10s), CONNECTIONS (64), THREADS (2), IDLE_CONNS (10000),
 # FILL_KEYS (1000000; 0 skips), FILL_SECONDS (30: unique keys sent through idem serve before the
@@ -80,6 +82,8 @@ stop_pid() {
   wait "$1" 2>/dev/null || true
 }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# metric NAME: the value of an unlabelled metric of the idem serve last started.
+metric() { curl -s "$idem_admin/metrics" | awk -v name="$1" '$1 == name {print $2}'; }
 
 results=$work/results
 : >"$results"
@@ -163,6 +167,7 @@ start_idem() {
   idem_pid=$!
   pids+=($idem_pid)
   idem_url=http://127.0.0.1:$port
+  idem_admin=http://127.0.0.1:$admin
   for _ in $(seq 200); do
     if curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null 2>&1; then return 0; fi
     if ! kill -0 "$idem_pid" 2>/dev/null; then break; fi
@@ -241,8 +246,16 @@ if ! skipped rss; then
   echo "  idle connections: $ready_line" >&2
   kill -TERM "$IDLE_PID" 2>/dev/null || true
   wait "$IDLE_PID" 2>/dev/null || true
+  # Every connection the clients closed must be closed by the gateway too (its gauge and its
+  # file descriptors); freed memory stays with the allocator for reuse (allocator_tuning.cc).
+  for _ in $(seq 100); do
+    [[ $(metric idem_open_connections) == 0 ]] && break
+    sleep 0.1
+  done
+  rss_closed=$(rss_kib "$idem_pid")
   memory+="idem serve RSS: $((rss_start / 1024)) MiB at start, $((rss_idle / 1024)) MiB with"
-  memory+=" $idle_conns open connections (${ready_line})"
+  memory+=" $idle_conns open connections (${ready_line}); after they closed: $((rss_closed / 1024)) MiB,"
+  memory+=" $(metric idem_open_connections) connections open, $(ls "/proc/$idem_pid/fd" | wc -l) file descriptors"
   if ((fill_keys > 0)); then
     # Unique keys through the gateway for FILL_SECONDS, then (as unique-key throughput on one
     # SQLite file is far below 1M in a benchmark's time) the rest copied in SQL from a stored
@@ -252,6 +265,7 @@ if ! skipped rss; then
     read -r _ _ _ _ n non2xx _ <<<"$(grep '^RESULT' <<<"$out")"
     through_gateway=$((n - non2xx))
     rss_unique=$(rss_kib "$idem_pid")
+    cache_unique=$(metric idem_replay_cache_bytes)
     stop_pid "$idem_pid"
     sqlite3 "$work/rss.db" "WITH RECURSIVE n(i) AS (SELECT 100 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < $fill_keys)
       INSERT OR IGNORE INTO idem_keys SELECT tenant, 'replay-' || i, fingerprint, state, fence, owner,
@@ -262,8 +276,9 @@ if ! skipped rss; then
     out=$(wrk -t1 -c"$connections" -d"$duration" -s "$here/post.lua" "$idem_url" -- replay "$fill_keys" 2>&1)
     read -r _ rps _ _ n non2xx _ <<<"$(grep '^RESULT' <<<"$out")"
     rss_fill=$(rss_kib "$idem_pid")
-    memory+=$'\n'"idem serve RSS after $through_gateway unique keys through it in ${fill_seconds}s: $((rss_unique / 1024)) MiB"
-    memory+=$'\n'"idem serve RSS with $stored stored keys (SQLite file $(($(stat -c %s "$work/rss.db") / 1048576)) MiB), restarted, after replaying $n of them ($rps req/s, $non2xx non-2xx): $((rss_fill / 1024)) MiB"
+    cache_fill=$(metric idem_replay_cache_bytes)
+    memory+=$'\n'"idem serve RSS after $through_gateway unique keys through it in ${fill_seconds}s: $((rss_unique / 1024)) MiB (replay cache $((cache_unique / 1048576)) MiB)"
+    memory+=$'\n'"idem serve RSS with $stored stored keys (SQLite file $(($(stat -c %s "$work/rss.db") / 1048576)) MiB), restarted, after replaying $n of them ($rps req/s, $non2xx non-2xx): $((rss_fill / 1024)) MiB (replay cache $((cache_fill / 1048576)) MiB)"
   fi
   stop_pid "$idem_pid"
 fi
