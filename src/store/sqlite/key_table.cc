@@ -159,8 +159,12 @@ absl::StatusOr<std::optional<KeyRecord>> TakeOverKey(Connection& conn, const Cla
   return taken;
 }
 
-absl::StatusOr<std::optional<UpsertedClaim>> UpsertClaim(Connection& conn, const ClaimParams& p,
-                                                         int64_t fence) {
+namespace {
+
+// UpsertClaim for a key that has a row: one statement replaces it when expired or takes it over
+// when its lease lapsed.
+absl::StatusOr<std::optional<UpsertedClaim>> ReclaimExisting(Connection& conn,
+                                                             const ClaimParams& p, int64_t fence) {
   // The SET expressions read the old row: an expired one is replaced whole, a lapsed one keeps
   // its created time and at least its expiry. An in_progress row has no response to clear.
   IDEM_ASSIGN_OR_RETURN(
@@ -196,6 +200,20 @@ absl::StatusOr<std::optional<UpsertedClaim>> UpsertClaim(Connection& conn, const
   record.lease_until_ms = p.lease_until_ms;
   record.updated_ms = p.now_ms;
   return won;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<UpsertedClaim>> UpsertClaim(Connection& conn, const ClaimParams& p,
+                                                         int64_t fence) {
+  // A new key, the usual case, is a plain insert. The upsert's RETURNING, needed for the old
+  // row's times, makes SQLite open a temporary table for every execution (a B-tree, a pager and
+  // ten allocations per claim).
+  IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> inserted, InsertClaim(conn, p, fence));
+  if (inserted.has_value()) {
+    return std::optional<UpsertedClaim>(UpsertedClaim{.record = *std::move(inserted)});
+  }
+  return ReclaimExisting(conn, p, fence);
 }
 
 absl::StatusOr<std::optional<KeyRecord>> SelectLive(Connection& conn, const Scope& scope,

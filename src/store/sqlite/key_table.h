@@ -61,10 +61,10 @@ absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(Connection& conn, const 
 absl::StatusOr<std::optional<KeyRecord>> TakeOverKey(Connection& conn, const ClaimParams& p,
                                                      int64_t expected_fence);
 
-// One statement that claims `p.scope` with `fence` (an upsert): inserts a new record, replaces an
-// expired one, or takes over a live in_progress record of the same fingerprint whose lease has
-// passed (keeping its created time). Returns nullopt, changing nothing, when a live record blocks
-// the claim. `taken_over` says whether it was a takeover. The caller records the fence as used
+// Claims `p.scope` with `fence`: inserts a new record, or else (one upsert) replaces an expired
+// one or takes over a live in_progress record of the same fingerprint whose lease has passed
+// (keeping its created time). Returns nullopt, changing nothing, when a live record blocks the
+// claim. `taken_over` says whether it was a takeover. The caller records the fence as used
 // (UseFence) when the claim wins.
 struct UpsertedClaim {
   KeyRecord record;
