@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <boost/asio/as_tuple.hpp>
@@ -114,6 +116,7 @@ asio::awaitable<beast::error_code> RelayBody(hc::Stream& out, hc::Stream& in,
 
 std::vector<Header> EndToEndHeaders(const http::fields& fields) {
   std::vector<Header> out;
+  out.reserve(static_cast<size_t>(std::distance(fields.begin(), fields.end())));
   for (const auto& f : fields) {
     if (HopByHop(f.name())) continue;
     out.push_back({std::string(f.name_string()), std::string(f.value())});
@@ -167,11 +170,11 @@ asio::awaitable<absl::Status> ProbeUpstream(UpstreamPool& pool, Millis timeout) 
   co_return absl::OkStatus();
 }
 
-asio::awaitable<bool> WriteResponse(hc::Stream& client, const StoredResponse& response,
+asio::awaitable<bool> WriteResponse(hc::Stream& client, StoredResponse response,
                                     bool keep_alive, unsigned http_version, Millis timeout) {
   http::response<http::string_body> res{static_cast<http::status>(response.status), http_version};
   for (const Header& h : response.headers) res.insert(h.name, h.value);
-  res.body() = response.body;
+  res.body() = std::move(response.body);
   res.keep_alive(keep_alive);
   res.prepare_payload();
   client.tcp().expires_after(timeout);

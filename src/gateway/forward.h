@@ -65,7 +65,7 @@ asio::awaitable<bool> RelayPassThrough(idem::http::Stream& client,
 asio::awaitable<absl::Status> ProbeUpstream(UpstreamPool& pool, Millis timeout);
 
 // Writes `response` (a StoredResponse) to `client`; returns false when writing failed.
-asio::awaitable<bool> WriteResponse(idem::http::Stream& client, const StoredResponse& response,
+asio::awaitable<bool> WriteResponse(idem::http::Stream& client, StoredResponse response,
                                     bool keep_alive, unsigned http_version, Millis timeout);
 
 // Returns the message's end-to-end headers (hop-by-hop ones such as Connection, Keep-Alive,

@@ -146,7 +146,7 @@ asio::awaitable<absl::StatusOr<StoredResponse>> ForwardWithinLease(
 // write).
 asio::awaitable<GuardedAnswer> Record(GatewayContext& ctx, const Route& route,
                                       const GuardedRequest& guarded, int64_t fence,
-                                      const absl::StatusOr<StoredResponse>& upstream) {
+                                      absl::StatusOr<StoredResponse> upstream) {
   if (!upstream.ok() ||
       ClassifierFor(route).Classify(upstream->status) == OutcomeClass::kTransient) {
     KeyOp op{.kind = KeyOp::Kind::kRelease, .scope = guarded.scope, .fence = fence};
@@ -157,7 +157,7 @@ asio::awaitable<GuardedAnswer> Record(GatewayContext& ctx, const Route& route,
     if (!upstream.ok())
       co_return GuardedAnswer{ProblemResponse(ProblemFor(upstream.status(), Origin::kUpstream)),
                               Decision::kUpstreamError};
-    co_return GuardedAnswer{*upstream, Decision::kTransient};
+    co_return GuardedAnswer{*std::move(upstream), Decision::kTransient};
   }
   const bool final_failure =
       ClassifierFor(route).Classify(upstream->status) == OutcomeClass::kFailedFinal;
@@ -177,7 +177,7 @@ asio::awaitable<GuardedAnswer> Record(GatewayContext& ctx, const Route& route,
         "re-sends it upstream with the same key",
         guarded.scope.key, recorded.status.ToString());
   }
-  co_return GuardedAnswer{*upstream, Decision::kExecuted};
+  co_return GuardedAnswer{*std::move(upstream), Decision::kExecuted};
 }
 
 // Forwards a request whose key this process holds (`claim`, submitted at `sent`); the
@@ -197,7 +197,7 @@ asio::awaitable<GuardedAnswer> Execute(GatewayContext& ctx, UpstreamPool& pool, 
       co_await ForwardWithinLease(ctx, pool, ticket, guarded.scope, std::move(request));
   ctx.metrics.upstream_seconds.Observe(Steady::now() - start);
   ctx.in_flight.StopRenewing(ticket);
-  GuardedAnswer answer = co_await Record(ctx, route, guarded, fence, upstream);
+  GuardedAnswer answer = co_await Record(ctx, route, guarded, fence, std::move(upstream));
   ctx.in_flight.ForgetKey(ticket);
   ctx.metrics.keys_in_flight.fetch_sub(1, std::memory_order_relaxed);
   co_return answer;
@@ -259,7 +259,7 @@ asio::awaitable<GuardedAnswer> ForwardUnguarded(GatewayContext& ctx, UpstreamPoo
   if (!upstream.ok())
     co_return GuardedAnswer{ProblemResponse(ProblemFor(upstream.status(), Origin::kUpstream)),
                             Decision::kUpstreamError};
-  co_return GuardedAnswer{*upstream, Decision::kPassThrough};
+  co_return GuardedAnswer{*std::move(upstream), Decision::kPassThrough};
 }
 
 }  // namespace idem::gateway

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <iterator>
 #include <memory>
 
 #pragma GCC diagnostic push
@@ -28,6 +29,7 @@ constexpr Millis kLinger = 2s;
 
 std::vector<Header> HeadersOf(const http::fields& fields) {
   std::vector<Header> out;
+  out.reserve(static_cast<size_t>(std::distance(fields.begin(), fields.end())));
   for (const auto& f : fields)
     out.push_back({std::string(f.name_string()), std::string(f.value())});
   return out;
@@ -124,9 +126,10 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
   } else {
     answer = co_await RunGuarded(ctx, pool, route, **guarded, std::move(request), id);
   }
-  const bool keep =
-      co_await Answer(stream, answer.response, version, keep_alive, ctx.config.body_timeout);
-  co_return Outcome{keep, answer.decision, answer.response.status};
+  const int status = answer.response.status;
+  const bool keep = co_await Answer(stream, std::move(answer.response), version, keep_alive,
+                                    ctx.config.body_timeout);
+  co_return Outcome{keep, answer.decision, status};
 }
 
 // Handles one request whose header `head` holds; returns what happened.
@@ -167,9 +170,10 @@ void LogRequest(const std::string& id, std::string_view method, std::string_view
 
 }  // namespace
 
-asio::awaitable<bool> Answer(hc::Stream& stream, const StoredResponse& response, unsigned version,
+asio::awaitable<bool> Answer(hc::Stream& stream, StoredResponse response, unsigned version,
                              bool keep_alive, Millis timeout) {
-  const bool keep = co_await WriteResponse(stream, response, keep_alive, version, timeout);
+  const bool keep =
+      co_await WriteResponse(stream, std::move(response), keep_alive, version, timeout);
   if (keep) co_return true;
   beast::error_code ignored;
   stream.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);

@@ -22,7 +22,7 @@ asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool, t
 // Writes `response`, then, unless `keep_alive`, shuts the connection down gently: the rest of the
 // client's request is read and dropped for a short while so that the answer is not lost to a
 // reset. Returns true when the connection may carry another request.
-asio::awaitable<bool> Answer(idem::http::Stream& stream, const StoredResponse& response,
+asio::awaitable<bool> Answer(idem::http::Stream& stream, StoredResponse response,
                              unsigned version, bool keep_alive, Millis timeout);
 
 }  // namespace idem::gateway
