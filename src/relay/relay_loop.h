@@ -7,6 +7,13 @@
 // endpoint's Retry-After; after max_attempts it is dead. Delivery is at least once: a relay that
 // dies after publishing and before recording publishes again, under the same message id.
 //
+// On PostgreSQL, Run claims batch k+1 on a second thread (its own pooled connection) while
+// batch k is published and recorded (RelayStore::claims_ahead), so the store's work on one
+// overlaps the sink's on the other. That claim leaves k's messages out and may take k's leases
+// over, so k+1 may hold later messages of k's aggregates; an aggregate any of whose messages in
+// k was not acknowledged is held back in k+1, so no message goes out before every earlier one
+// of its aggregate was acknowledged. k is recorded before k+1 is published.
+//
 // Thread-safety: Run and RunOnce on one thread; RequestStop and Wake from any thread.
 #ifndef IDEM_RELAY_RELAY_LOOP_H_
 #define IDEM_RELAY_RELAY_LOOP_H_
