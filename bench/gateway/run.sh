@@ -11,6 +11,9 @@
 # Then the RSS of idem serve with 10k open keep-alive connections (and once they closed: its
 # open-connection gauge and file descriptors) and after 1M stored keys (with the replay cache's
 # bytes, bounded by --cache-bytes, 64 MiB by default).
+# The "CPU µs/req" column is the CPU time (user + system) the row's gateway spent per request during
+# its wrk run: nginx's master and workers, idem serve, or the Node process with its Redis server.
+# With wrk, the upstream and the gateway sharing the cores, it says what limits each row.
 #
 # Environment: DURATION (10s), CONNECTIONS (64), THREADS (2), IDLE_CONNS (10000),
 # FILL_KEYS (1000000; 0 skips), FILL_SECONDS (30: unique keys sent through idem serve before the
@@ -84,15 +87,31 @@ stop_pid() {
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 # metric NAME: the value of an unlabelled metric of the idem serve last started.
 metric() { curl -s "$idem_admin/metrics" | awk -v name="$1" '$1 == name {print $2}'; }
+# cpu_ticks PID...: the CPU time (user + system, in clock ticks) the processes have used so far.
+cpu_ticks() {
+  local total=0 pid
+  for pid in "$@"; do
+    # Fields after "(comm)": utime and stime are the 12th and 13th.
+    [[ -r /proc/$pid/stat ]] && total=$((total + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}')))
+  done
+  echo "$total"
+}
+ticks_per_second=$(getconf CLK_TCK)
+gateway_pids=""  # the processes measure charges CPU time to (set before each measure)
 
 results=$work/results
 : >"$results"
-# measure NAME URL MODE...: one wrk run; appends "NAME rps p50 p99 requests non2xx errors".
+# measure NAME URL MODE...: one wrk run; appends "NAME rps p50 p99 requests non2xx errors cpu_us"
+# (cpu_us: CPU µs per request of $gateway_pids).
 measure() {
   local name=$1 url=$2
   shift 2
-  local out
+  local out before after
+  # shellcheck disable=SC2086 # a list of pids
+  before=$(cpu_ticks $gateway_pids)
   out=$(wrk -t"$threads" -c"$connections" -d"$duration" -s "$here/post.lua" "$url" -- "$@" 2>&1)
+  # shellcheck disable=SC2086
+  after=$(cpu_ticks $gateway_pids)
   local line
   line=$(grep '^RESULT' <<<"$out" || true)
   if [[ -z $line ]]; then
@@ -100,8 +119,11 @@ measure() {
     echo "$out" >&2
     return 1
   fi
-  echo "$name ${line#RESULT }" >>"$results"
-  echo "  $name: ${line#RESULT }" >&2
+  local requests cpu_us
+  read -r _ _ _ _ requests _ <<<"$line"
+  cpu_us=$(((after - before) * 1000000 / ticks_per_second / (requests > 0 ? requests : 1)))
+  echo "$name ${line#RESULT } $cpu_us" >>"$results"
+  echo "  $name: ${line#RESULT } cpu_us=$cpu_us" >&2
 }
 # store_replay_keys URL: stores keys replay-0..99 (one POST each) so the replay run only replays.
 store_replay_keys() {
@@ -151,6 +173,7 @@ EOF
   nginx_pid=$!
   pids+=($nginx_pid)
   wait_http "http://127.0.0.1:$nginx_port/stats"
+  gateway_pids="$nginx_pid $(pgrep -P "$nginx_pid" | tr '\n' ' ')"
   measure nginx "http://127.0.0.1:$nginx_port" none
   stop_pid "$nginx_pid"
 fi
@@ -166,6 +189,7 @@ start_idem() {
     --admin "127.0.0.1:$admin" "$@" 2>>"$work/idem.log" &
   idem_pid=$!
   pids+=($idem_pid)
+  gateway_pids=$idem_pid
   idem_url=http://127.0.0.1:$port
   idem_admin=http://127.0.0.1:$admin
   for _ in $(seq 200); do
@@ -222,6 +246,7 @@ if ! skipped node; then
       "$charges_port" "$redis_port" 2>"$work/$peer.log" &
     peer_pid=$!
     pids+=($peer_pid)
+    gateway_pids="$peer_pid $redis_pid"
     wait_http "http://127.0.0.1:$peer_port/"
     short=${peer%%-*}
     [[ $short == node ]] && short=nodeidem || short=expressidem
@@ -292,13 +317,13 @@ awk -v body="" '
   NR == FNR && $1 == "nginx" { nrps = $2; np99 = $4 }
   NR == FNR { next }
   FNR == 1 {
-    printf "| %-18s | %8s | %8s | %8s | %9s | %9s | %7s | %6s |\n", "row", "req/s", "p50 ms", "p99 ms", "× nginx", "p99 × ng", "non-2xx", "errors"
-    printf "|%s|%s:|%s:|%s:|%s:|%s:|%s:|%s:|\n", "--------------------", "---------", "---------", "---------", "----------", "----------", "--------", "-------"
+    printf "| %-18s | %8s | %8s | %8s | %9s | %9s | %7s | %6s | %12s |\n", "row", "req/s", "p50 ms", "p99 ms", "× nginx", "p99 × ng", "non-2xx", "errors", "CPU µs/req"
+    printf "|%s|%s:|%s:|%s:|%s:|%s:|%s:|%s:|%s:|\n", "--------------------", "---------", "---------", "---------", "----------", "----------", "--------", "-------", "-------------"
   }
   {
     r = nrps ? sprintf("%.2f", $2 / nrps) : "-"
     p = np99 ? sprintf("%.2f", $4 / np99) : "-"
-    printf "| %-18s | %8d | %8.2f | %8.2f | %9s | %9s | %7d | %6d |\n", $1, $2, $3 / 1000, $4 / 1000, r, p, $6, $7
+    printf "| %-18s | %8d | %8.2f | %8.2f | %9s | %9s | %7d | %6d | %12d |\n", $1, $2, $3 / 1000, $4 / 1000, r, p, $6, $7, $8
   }' "$results" "$results"
 if [[ -n $memory ]]; then
   echo
