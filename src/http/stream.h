@@ -7,12 +7,13 @@
 // concurrent calls on one Stream; distinct Streams are independent.
 //
 // async_read_some/async_write_some hand the TCP and TLS layers a type-erased completion handler
-// (Handler: the caller's executor and cancellation slot kept) and at most kMaxBuffers buffers,
-// through two functions compiled once in stream.cc. Beast's composed HTTP operations therefore
-// do not instantiate the TCP and TLS operations again for each calling operation in every file
-// that reads or writes a Stream, which made those files the slowest of the build to compile (the
-// TLS path alone was 40% of forward.cc's time). The cost is one small allocation per read or
-// write. The gateway's client connections are Streams too, for the same reason.
+// (Handler: the caller's executor and cancellation slot kept) through two functions compiled
+// once in stream.cc: a read gets the first non-empty buffer of its sequence, a write at most
+// kMaxBuffers buffers. Beast's composed HTTP operations therefore do not instantiate the TCP
+// and TLS operations again for each calling operation in every file that reads or writes a
+// Stream, which made those files the slowest of the build to compile (the TLS path alone was
+// 40% of forward.cc's time). The cost is one small allocation per read or write. The gateway's
+// client connections are Streams too, for the same reason.
 #ifndef IDEM_HTTP_STREAM_H_
 #define IDEM_HTTP_STREAM_H_
 
@@ -61,8 +62,20 @@ class Stream {
   // The TLS layer, or nullptr for a plain stream.
   TlsStream* tls() noexcept { return std::get_if<TlsStream>(&s_); }
 
+  // The first non-empty buffer of a sequence, or an empty buffer when it has none (a read of
+  // nothing then completes at once with 0 bytes, as for the whole sequence).
+  template <class Sequence>
+  static boost::asio::mutable_buffer FirstNonEmpty(const Sequence& sequence) {
+    for (auto it = boost::asio::buffer_sequence_begin(sequence);
+         it != boost::asio::buffer_sequence_end(sequence); ++it) {
+      boost::asio::mutable_buffer b(*it);
+      if (b.size() > 0) return b;
+    }
+    return {};
+  }
+
   // The first kMaxBuffers buffers of a sequence (Asio's own limit for one scatter/gather system
-  // call): a read or write "some" may transfer less than all of its buffers.
+  // call): a write "some" may transfer less than all of its buffers.
   static constexpr std::size_t kMaxBuffers = 64;
   template <class Buffer>
   class Buffers {
@@ -108,12 +121,16 @@ class Stream {
     Erased erased_;
   };
 
+  // Reads into the first non-empty buffer of `buffers` only (a read "some" may fill less than
+  // all of them; Beast's flat_buffer offers one anyway). A read waits for as long as the peer is
+  // quiet, which for an idle keep-alive connection is most of its life, and the TCP layer keeps
+  // two copies of the sequence it was given in the pending operation: a kMaxBuffers array
+  // there cost ~1.7 KiB per idle connection (bench/RESULTS.md, memory rows).
   template <class MutableBuffers, class Token>
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
     return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
         [this](auto handler, const MutableBuffers& b) {
-          ReadSome(Buffers<boost::asio::mutable_buffer>(b),
-                   Handler(std::move(handler), get_executor()));
+          ReadSome(FirstNonEmpty(b), Handler(std::move(handler), get_executor()));
         },
         token, buffers);
   }
@@ -136,7 +153,7 @@ class Stream {
   }
 
  private:
-  void ReadSome(const Buffers<boost::asio::mutable_buffer>& buffers, Handler handler);
+  void ReadSome(boost::asio::mutable_buffer buffer, Handler handler);
   void WriteSome(const Buffers<boost::asio::const_buffer>& buffers, Handler handler);
 
   std::variant<boost::beast::tcp_stream, TlsStream> s_;
