@@ -51,7 +51,8 @@ TEST_F(PostgresOpen, FreshSchemaIsMigratedToTheNewestVersion) {
             (std::vector<std::vector<std::string>>{{"1", "0001_create_idem_keys.sql"},
                                                    {"2", "0002_fence_sequence.sql"},
                                                    {"3", "0003_outbox.sql"},
-                                                   {"4", "0004_inbox.sql"}}));
+                                                   {"4", "0004_inbox.sql"},
+                                                   {"5", "0005_outbox_redrive_notify.sql"}}));
   EXPECT_EQ(Rows("SELECT count(*) FROM idem_keys"), (std::vector<std::vector<std::string>>{{"0"}}));
 }
 
@@ -80,7 +81,7 @@ TEST_F(PostgresOpen, ManyProcessesOpeningAtOnceMigrateOnce) {
   // Each migration once: as many rows as distinct versions, and every embedded one present.
   EXPECT_EQ(Rows("SELECT count(*), count(DISTINCT version), max(version) FROM "
                  "idem_schema_migrations"),
-            (std::vector<std::vector<std::string>>{{"4", "4", "4"}}));
+            (std::vector<std::vector<std::string>>{{"5", "5", "5"}}));
 }
 
 TEST_F(PostgresOpen, MalformedUriIsInvalidArgument) {
