@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <random>
+#include <utility>
 #include <sstream>
 #include <thread>
 
@@ -68,17 +70,45 @@ int Child::Wait(std::chrono::milliseconds bound) {
   return 128 + WTERMSIG(status_);
 }
 
-int FreePort() {
+namespace {
+
+// The kernel's ephemeral port range (the source ports of outgoing connections).
+std::pair<int, int> EphemeralPorts() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768, high = 60999;
+  if (!(in >> low >> high) || low < 1 || high < low) return {32768, 60999};
+  return {low, high};
+}
+
+// true when nothing holds 127.0.0.1:`port` now.
+bool CanBind(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   close(fd);
-  return ntohs(addr.sin_port);
+  return free;
+}
+
+}  // namespace
+
+// A port from the kernel's ephemeral range could be handed to any outgoing connection between
+// this check and the child's bind; with many tests connecting at once that happened in CI (the
+// child: "cannot listen: Address already in use"). Ports outside the range are only ever taken
+// by a bind, so the only collision left is two tests drawing the same random port at once.
+int FreePort() {
+  static std::mt19937 random(std::random_device{}() ^ static_cast<unsigned>(getpid()));
+  const auto [low, high] = EphemeralPorts();
+  const bool below = low - 1 - 10000 >= 1000;  // room under the range, above well-known ports
+  std::uniform_int_distribution<int> pick(below ? 10000 : high + 1, below ? low - 1 : 65535);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = pick(random);
+    if (CanBind(port)) return port;
+  }
+  return 0;  // nothing free: the child fails to listen, and the test says so
 }
 
 std::string Response::Header(const std::string& name) const {

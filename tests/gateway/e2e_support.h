@@ -34,7 +34,8 @@ class Child {
   bool reaped_ = false;
 };
 
-// A loopback TCP port nothing listens on right now.
+// A loopback TCP port nothing listens on right now, drawn outside the kernel's ephemeral port
+// range so that no outgoing connection takes it before the test binds it.
 int FreePort();
 
 struct Response {
