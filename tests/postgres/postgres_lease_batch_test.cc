@@ -112,5 +112,49 @@ TEST(PostgresLeaseBatch, WithoutAnInjectedClockLeasesRunOnTheDatabasesClock) {
   EXPECT_EQ((*beat)[0].lease_until_ms, (*beat)[0].now_ms + 60'000);
 }
 
+TEST(PostgresLeaseBatch, AStatementFailingInTheMiddleRollsBackTheWholeBatch) {
+  absl::StatusOr<pgtest::FreshSchema> fresh = pgtest::CreateFreshSchemaUri();
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(fresh->uri, StoreOptions{});
+  ASSERT_TRUE(store.ok()) << store.status();
+  const auto claim = [](std::string key) {
+    return LeaseWrite{.kind = LeaseWrite::Kind::kClaim,
+                      .scope = {"tenant", std::move(key)},
+                      .fingerprint = std::string(64, 'a'),
+                      .owner = "w",
+                      .lease = 30s};
+  };
+  absl::StatusOr<std::vector<LeaseWriteResult>> held =
+      (*store)->ApplyLeaseBatch(std::vector<LeaseWrite>{claim("d")});
+  ASSERT_TRUE(held.ok()) << held.status();
+  // The database refuses any write of key "boom", which sorts between the batch's other keys.
+  ASSERT_TRUE(pgtest::AdminQuery(fresh->schema,
+                                 "CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql "
+                                 "AS $$ BEGIN IF NEW.key = 'boom' THEN RAISE EXCEPTION 'refused'; "
+                                 "END IF; RETURN NEW; END $$; "
+                                 "CREATE TRIGGER refuse_boom BEFORE INSERT OR UPDATE ON idem_keys "
+                                 "FOR EACH ROW EXECUTE FUNCTION refuse_boom()")
+                  .ok());
+
+  std::vector<LeaseWrite> writes = {claim("c"), claim("boom"), claim("a")};
+  writes.push_back({.kind = LeaseWrite::Kind::kComplete,
+                    .scope = {"tenant", "d"},
+                    .fence = (*held)[0].record.fence,
+                    .response = {.status = 201, .body = "done"}});
+  absl::StatusOr<std::vector<LeaseWriteResult>> failed = (*store)->ApplyLeaseBatch(writes);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("refused"), std::string::npos) << failed.status();
+
+  // Nothing of it was committed, before or after the failing write: "a" and "c" are free, "d" is
+  // still in flight; and the store goes on working.
+  absl::StatusOr<std::vector<LeaseWriteResult>> again =
+      (*store)->ApplyLeaseBatch(std::vector<LeaseWrite>{claim("a"), claim("c"), claim("d")});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE((*again)[0].claimed);
+  EXPECT_TRUE((*again)[1].claimed);
+  EXPECT_FALSE((*again)[2].claimed);
+  EXPECT_EQ((*again)[2].record.state, KeyState::kInProgress);
+}
+
 }  // namespace
 }  // namespace idem

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+
 #include "common/status_macros.h"
 #include "store/postgres/pg_error.h"
 
@@ -80,12 +84,15 @@ absl::Status PgConnection::Failed(const PGresult* result, absl::Status status) {
 
 absl::StatusOr<Result> PgConnection::Run(std::string_view sql, std::span<const SqlValue> params,
                                          std::string_view what) {
+  if (!deferred_.empty()) {
+    const StatementRef statement{sql, params, what};
+    IDEM_ASSIGN_OR_RETURN(std::vector<Result> results, RunRefs({&statement, 1}));
+    return std::move(results.back());
+  }
   last_used_ = std::chrono::steady_clock::now();
   IDEM_ASSIGN_OR_RETURN(EncodedParams encoded, EncodeParams(params));
   const std::string text(sql);
-  const Prepared prepared = NameFor(text + '\x1f' + encoded.signature);
-  return deferred_.empty() ? RunDirect(text, encoded, prepared, what)
-                           : RunPipelined(text, encoded, prepared, what);
+  return RunDirect(text, encoded, NameFor(text + '\x1f' + encoded.signature), what);
 }
 
 absl::StatusOr<Result> PgConnection::RunDirect(const std::string& sql, const EncodedParams& params,
@@ -110,29 +117,6 @@ absl::StatusOr<Result> PgConnection::RunDirect(const std::string& sql, const Enc
   absl::Status status = StatusFromResult(result.get(), conn_, what);
   if (!status.ok()) return Failed(result.get(), std::move(status));
   return result;
-}
-
-bool PgConnection::SendPipeline(const std::vector<std::string>& deferred, const std::string& sql,
-                                const EncodedParams& params, const Prepared& prepared) {
-  bool sent = PQenterPipelineMode(conn_) == 1;
-  for (const std::string& statement : deferred) {
-    sent = sent && PQsendQueryParams(conn_, statement.c_str(), 0, nullptr, nullptr, nullptr,
-                                     nullptr, 0) == 1;
-  }
-  if (!prepared.name.empty() && !prepared.ready) {
-    sent = sent && PQsendPrepare(conn_, prepared.name.c_str(), sql.c_str(), params.count(),
-                                 params.types.data()) == 1;
-  }
-  if (prepared.name.empty()) {
-    sent = sent && PQsendQueryParams(conn_, sql.c_str(), params.count(), params.types.data(),
-                                     params.values.data(), params.lengths.data(),
-                                     params.formats.data(), 0) == 1;
-  } else {
-    sent = sent &&
-           PQsendQueryPrepared(conn_, prepared.name.c_str(), params.count(), params.values.data(),
-                               params.lengths.data(), params.formats.data(), 0) == 1;
-  }
-  return sent && PQpipelineSync(conn_) == 1;
 }
 
 std::vector<Result> PgConnection::ReadPipeline(size_t commands) {
@@ -160,30 +144,97 @@ std::vector<Result> PgConnection::ReadPipeline(size_t commands) {
   return results;
 }
 
-absl::StatusOr<Result> PgConnection::RunPipelined(const std::string& sql,
-                                                  const EncodedParams& params,
-                                                  const Prepared& prepared, std::string_view what) {
+absl::StatusOr<std::vector<Result>> PgConnection::RunAll(std::span<const Statement> statements) {
+  std::vector<StatementRef> refs;
+  refs.reserve(statements.size());
+  for (const Statement& s : statements) refs.push_back({s.sql, s.params, s.what});
+  return RunRefs(refs);
+}
+
+absl::StatusOr<std::vector<Result>> PgConnection::RunRefs(
+    std::span<const StatementRef> statements) {
+  last_used_ = std::chrono::steady_clock::now();
+  struct Planned {
+    std::string sql;
+    EncodedParams params;
+    Prepared prepared;
+    bool prepare = false;  // this pipeline prepares it
+  };
+  std::vector<Planned> planned(statements.size());
+  for (size_t i = 0; i < statements.size(); ++i) {
+    Planned& p = planned[i];
+    p.sql = std::string(statements[i].sql);
+    IDEM_ASSIGN_OR_RETURN(p.params, EncodeParams(statements[i].params));
+    const std::string key = p.sql + '\x1f' + p.params.signature;
+    // A statement already prepared earlier in this pipeline is not prepared twice.
+    const auto earlier =
+        std::find_if(planned.begin(), planned.begin() + static_cast<std::ptrdiff_t>(i),
+                     [&](const Planned& e) { return e.prepare && e.prepared.key == key; });
+    if (earlier != planned.begin() + static_cast<std::ptrdiff_t>(i)) {
+      p.prepared = {key, earlier->prepared.name, true};
+      continue;
+    }
+    p.prepared = NameFor(key);
+    p.prepare = !p.prepared.name.empty() && !p.prepared.ready;
+  }
   std::vector<std::string> deferred = std::move(deferred_);
   deferred_.clear();
   failed_deferred_ = false;
-  if (!SendPipeline(deferred, sql, params, prepared)) {
-    return Failed(nullptr, StatusFromResult(nullptr, conn_, what));
+
+  // What each pipelined command is: a deferred statement, a prepare or an execution of planned[i].
+  enum class Kind { kDeferred, kPrepare, kExecute };
+  std::vector<std::pair<Kind, size_t>> commands;
+  bool sent = PQenterPipelineMode(conn_) == 1;
+  for (size_t i = 0; i < deferred.size(); ++i) {
+    sent = sent && PQsendQueryParams(conn_, deferred[i].c_str(), 0, nullptr, nullptr, nullptr,
+                                     nullptr, 0) == 1;
+    commands.emplace_back(Kind::kDeferred, i);
   }
-  const bool prepare = !prepared.name.empty() && !prepared.ready;
-  std::vector<Result> results = ReadPipeline(deferred.size() + (prepare ? 1 : 0) + 1);
-  for (size_t i = 0; i < results.size(); ++i) {
-    absl::Status status = StatusFromResult(results[i].get(), conn_, what);
-    if (!status.ok()) {
-      if (i < deferred.size()) {
-        failed_deferred_ = true;
-        status = StatusFromResult(results[i].get(), conn_,
-                                  fmt::format("{} (before it: {})", what, deferred[i]));
-      }
-      return Failed(results[i].get(), std::move(status));
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const Planned& p = planned[i];
+    if (p.prepare) {
+      sent = sent && PQsendPrepare(conn_, p.prepared.name.c_str(), p.sql.c_str(), p.params.count(),
+                                   p.params.types.data()) == 1;
+      commands.emplace_back(Kind::kPrepare, i);
     }
-    if (prepare && i == deferred.size()) prepared_.emplace(prepared.key, prepared.name);
+    if (p.prepared.name.empty()) {
+      sent = sent && PQsendQueryParams(conn_, p.sql.c_str(), p.params.count(),
+                                       p.params.types.data(), p.params.values.data(),
+                                       p.params.lengths.data(), p.params.formats.data(), 0) == 1;
+    } else {
+      sent = sent && PQsendQueryPrepared(conn_, p.prepared.name.c_str(), p.params.count(),
+                                         p.params.values.data(), p.params.lengths.data(),
+                                         p.params.formats.data(), 0) == 1;
+    }
+    commands.emplace_back(Kind::kExecute, i);
   }
-  return std::move(results.back());
+  const std::string_view first_what = statements.empty() ? "pipeline" : statements[0].what;
+  if (!(sent && PQpipelineSync(conn_) == 1)) {
+    return Failed(nullptr, StatusFromResult(nullptr, conn_, first_what));
+  }
+  std::vector<Result> results = ReadPipeline(commands.size());
+  std::vector<Result> out;
+  out.reserve(planned.size());
+  for (size_t c = 0; c < commands.size(); ++c) {
+    const auto [kind, i] = commands[c];
+    if (kind == Kind::kDeferred) {
+      if (!StatusFromResult(results[c].get(), conn_, first_what).ok()) {
+        failed_deferred_ = true;
+        return Failed(results[c].get(),
+                      StatusFromResult(results[c].get(), conn_,
+                                       fmt::format("{} (before it: {})", first_what, deferred[i])));
+      }
+      continue;
+    }
+    absl::Status status = StatusFromResult(results[c].get(), conn_, statements[i].what);
+    if (!status.ok()) return Failed(results[c].get(), std::move(status));
+    if (kind == Kind::kPrepare) {
+      prepared_.emplace(planned[i].prepared.key, planned[i].prepared.name);
+    } else {
+      out.push_back(std::move(results[c]));
+    }
+  }
+  return out;
 }
 
 bool PgConnection::Ping() {

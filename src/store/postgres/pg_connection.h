@@ -27,6 +27,13 @@ struct ResultDeleter {
 };
 using Result = std::unique_ptr<PGresult, ResultDeleter>;
 
+// A statement with its parameters ($1..$N), for PgConnection::RunAll. `sql` must outlive the call.
+struct Statement {
+  std::string_view sql;
+  std::vector<SqlValue> params;
+  std::string what;  // names the operation in messages
+};
+
 class PgConnection final {
  public:
   // Connects with `conninfo` (URI or key=value; connect_timeout_s applies unless the conninfo
@@ -75,6 +82,15 @@ class PgConnection final {
   // statement's, mapped by StatusFromResult; `what` names the operation in messages.
   absl::StatusOr<Result> Run(std::string_view sql, std::span<const SqlValue> params,
                              std::string_view what);
+  absl::StatusOr<Result> Run(const Statement& statement) {
+    return Run(statement.sql, statement.params, statement.what);
+  }
+
+  // Runs the deferred statements, then `statements` in order, all in one round trip (one libpq
+  // pipeline), each prepared on first use as Run does. Returns their results in order. Errors:
+  // the first failing statement's, as Run's (the server skips the statements after it). Keep a
+  // pipeline's answers small (tens of statements): it is sent whole before any answer is read.
+  absl::StatusOr<std::vector<Result>> RunAll(std::span<const Statement> statements);
 
   // Returns true when the server answers an empty query: the health check of an idle connection.
   bool Ping();
@@ -93,13 +109,15 @@ class PgConnection final {
   Prepared NameFor(const std::string& cache_key);
   absl::StatusOr<Result> RunDirect(const std::string& sql, const EncodedParams& params,
                                    const Prepared& prepared, std::string_view what);
-  // Sends the deferred statements and `sql` in one pipeline; false when the connection failed.
-  bool SendPipeline(const std::vector<std::string>& deferred, const std::string& sql,
-                    const EncodedParams& params, const Prepared& prepared);
   // Reads the results of `commands` pipelined commands and leaves pipeline mode.
   std::vector<Result> ReadPipeline(size_t commands);
-  absl::StatusOr<Result> RunPipelined(const std::string& sql, const EncodedParams& params,
-                                      const Prepared& prepared, std::string_view what);
+  // A Statement whose parameters the caller keeps.
+  struct StatementRef {
+    std::string_view sql;
+    std::span<const SqlValue> params;
+    std::string_view what;
+  };
+  absl::StatusOr<std::vector<Result>> RunRefs(std::span<const StatementRef> statements);
   // Returns `status` after noting a lost connection, if `result` shows one.
   absl::Status Failed(const PGresult* result, absl::Status status);
 

@@ -39,37 +39,17 @@ KeyRecord ReadRecord(const PGresult* result, int row) {
   return record;
 }
 
-std::optional<KeyRecord> FirstRecord(const Result& result) {
-  if (PQntuples(result.get()) == 0) return std::nullopt;
-  return ReadRecord(result.get(), 0);
-}
-
-int64_t RowsChanged(const Result& result) {
-  return std::strtoll(PQcmdTuples(result.get()), nullptr, 10);
-}
-
 std::string What(std::string_view operation, const Scope& scope) {
   return fmt::format("{} of key '{}' (tenant '{}')", operation, scope.key, scope.tenant);
 }
 
 absl::StatusOr<std::optional<KeyRecord>> InsertClaim(PgConnection& conn, const ClaimParams& p) {
-  const SqlValue params[] = {p.scope.tenant, p.scope.key,      p.fingerprint, p.owner,
-                             p.now_ms,       p.lease_until_ms, p.expires_ms};
-  IDEM_ASSIGN_OR_RETURN(
-      Result result,
-      conn.Run("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
-               "lease_until_ms, created_ms, updated_ms, expires_ms) "
-               "VALUES ($1, $2, $3, 1, nextval('idem_fence_seq'), $4, $6, $5, $5, $7) "
-               "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_PG_KEY_COLUMNS,
-               params, What("claim", p.scope)));
+  IDEM_ASSIGN_OR_RETURN(Result result, conn.Run(InsertClaimStatement(p)));
   return FirstRecord(result);
 }
 
 absl::StatusOr<std::optional<KeyRecord>> SelectAny(PgConnection& conn, const Scope& scope) {
-  const SqlValue params[] = {scope.tenant, scope.key};
-  IDEM_ASSIGN_OR_RETURN(Result result, conn.Run("SELECT" IDEM_PG_KEY_COLUMNS "FROM idem_keys "
-                                                "WHERE tenant = $1 AND key = $2",
-                                                params, What("read", scope)));
+  IDEM_ASSIGN_OR_RETURN(Result result, conn.Run(SelectAnyStatement(scope)));
   return FirstRecord(result);
 }
 
@@ -93,6 +73,78 @@ absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(PgConnection& conn, cons
 
 }  // namespace
 
+std::optional<KeyRecord> FirstRecord(const Result& result) {
+  if (PQntuples(result.get()) == 0) return std::nullopt;
+  return ReadRecord(result.get(), 0);
+}
+
+int64_t RowsChanged(const Result& result) {
+  return std::strtoll(PQcmdTuples(result.get()), nullptr, 10);
+}
+
+Statement InsertClaimStatement(const ClaimParams& p) {
+  return {
+      "INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
+      "lease_until_ms, created_ms, updated_ms, expires_ms) "
+      "VALUES ($1, $2, $3, 1, nextval('idem_fence_seq'), $4, $6, $5, $5, $7) "
+      "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_PG_KEY_COLUMNS,
+      {p.scope.tenant, p.scope.key, p.fingerprint, p.owner, p.now_ms, p.lease_until_ms,
+       p.expires_ms},
+      What("claim", p.scope)};
+}
+
+Statement SelectAnyStatement(const Scope& scope) {
+  return {"SELECT" IDEM_PG_KEY_COLUMNS "FROM idem_keys WHERE tenant = $1 AND key = $2",
+          {scope.tenant, scope.key},
+          What("read", scope)};
+}
+
+Statement SelectLiveStatement(const Scope& scope, int64_t now_ms) {
+  return {"SELECT" IDEM_PG_KEY_COLUMNS
+          "FROM idem_keys "
+          "WHERE tenant = $1 AND key = $2 AND expires_ms > $3",
+          {scope.tenant, scope.key, now_ms},
+          What("read", scope)};
+}
+
+Statement ExtendLeaseStatement(const Scope& scope, int64_t fence, int64_t now_ms,
+                               int64_t lease_until_ms) {
+  return {
+      "UPDATE idem_keys SET lease_until_ms = $5, updated_ms = $4, "
+      "expires_ms = GREATEST(expires_ms, $5) WHERE tenant = $1 AND key = $2 "
+      "AND fence = $3 AND state = 1 AND expires_ms > $4",
+      {scope.tenant, scope.key, fence, now_ms, lease_until_ms},
+      What("heartbeat", scope)};
+}
+
+Statement RecordOutcomeStatement(const Scope& scope, int64_t fence, KeyState state,
+                                 const StoredResponse& response, int64_t now_ms,
+                                 int64_t expires_ms) {
+  return {
+      "UPDATE idem_keys SET state = $5, status = $6, headers = $7, body = $8, "
+      "updated_ms = $4, expires_ms = $9 WHERE tenant = $1 AND key = $2 AND fence = $3 "
+      "AND state = 1 AND expires_ms > $4",
+      {scope.tenant, scope.key, fence, now_ms, int64_t{static_cast<int>(state)},
+       int64_t{response.status}, Blob{EncodeHeaders(response.headers)}, Blob{response.body},
+       expires_ms},
+      What("outcome", scope)};
+}
+
+Statement DeleteClaimStatement(const Scope& scope, int64_t fence, int64_t now_ms) {
+  return {
+      "DELETE FROM idem_keys WHERE tenant = $1 AND key = $2 AND "
+      "fence = $3 AND state = 1 AND expires_ms > $4",
+      {scope.tenant, scope.key, fence, now_ms},
+      What("release", scope)};
+}
+
+bool ClaimWritesOver(const KeyRecord& found, const ClaimParams& p, bool take_over_lapsed) {
+  if (found.expires_ms <= p.now_ms) return true;
+  // Only the same request takes a lapsed claim over; another one's is reported as it is.
+  return take_over_lapsed && found.state == KeyState::kInProgress &&
+         found.lease_until_ms <= p.now_ms && found.fingerprint == p.fingerprint;
+}
+
 absl::StatusOr<ClaimResult> ClaimKey(PgConnection& conn, const ClaimParams& p,
                                      bool take_over_lapsed) {
   for (int round = 0; round < kMaxClaimRounds; ++round) {
@@ -101,19 +153,14 @@ absl::StatusOr<ClaimResult> ClaimKey(PgConnection& conn, const ClaimParams& p,
     // A committed row blocked the INSERT; READ COMMITTED lets this statement see it.
     IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectAny(conn, p.scope));
     if (!live.has_value()) continue;  // deleted (Release, sweeper) since: insert again
+    if (!ClaimWritesOver(*live, p, take_over_lapsed)) return ClaimResult{false, *std::move(live)};
     if (live->expires_ms <= p.now_ms) {
       IDEM_ASSIGN_OR_RETURN(won, ReplaceExpired(conn, p, live->fence));
       if (won.has_value()) return ClaimResult{true, *std::move(won)};
       continue;  // someone else replaced or deleted it first
     }
-    // Only the same request takes a lapsed claim over; another one's is reported as it is.
-    if (take_over_lapsed && live->state == KeyState::kInProgress &&
-        live->lease_until_ms <= p.now_ms && live->fingerprint == p.fingerprint) {
-      IDEM_ASSIGN_OR_RETURN(won, TakeOverLapsed(conn, p, live->fence));
-      if (won.has_value()) return ClaimResult{true, *std::move(won)};
-      continue;
-    }
-    return ClaimResult{false, *std::move(live)};
+    IDEM_ASSIGN_OR_RETURN(won, TakeOverLapsed(conn, p, live->fence));  // a lapsed lease
+    if (won.has_value()) return ClaimResult{true, *std::move(won)};
   }
   return absl::UnavailableError(fmt::format(
       "claim of key '{}' (tenant '{}'): the record changed under {} attempts in a row; retry",
@@ -136,54 +183,28 @@ absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(PgConnection& conn, cons
 
 absl::StatusOr<std::optional<KeyRecord>> SelectLive(PgConnection& conn, const Scope& scope,
                                                     int64_t now_ms) {
-  const SqlValue params[] = {scope.tenant, scope.key, now_ms};
-  IDEM_ASSIGN_OR_RETURN(Result result,
-                        conn.Run("SELECT" IDEM_PG_KEY_COLUMNS "FROM idem_keys "
-                                 "WHERE tenant = $1 AND key = $2 AND expires_ms > $3",
-                                 params, What("read", scope)));
+  IDEM_ASSIGN_OR_RETURN(Result result, conn.Run(SelectLiveStatement(scope, now_ms)));
   return FirstRecord(result);
 }
 
 absl::StatusOr<int64_t> ExtendLease(PgConnection& conn, const Scope& scope, int64_t fence,
                                     int64_t now_ms, int64_t lease_until_ms) {
-  const SqlValue params[] = {scope.tenant, scope.key, fence, now_ms, lease_until_ms};
-  IDEM_ASSIGN_OR_RETURN(
-      Result result,
-      conn.Run("UPDATE idem_keys SET lease_until_ms = $5, updated_ms = $4, "
-               "expires_ms = GREATEST(expires_ms, $5) WHERE tenant = $1 AND key = $2 "
-               "AND fence = $3 AND state = 1 AND expires_ms > $4",
-               params, What("heartbeat", scope)));
+  IDEM_ASSIGN_OR_RETURN(Result result,
+                        conn.Run(ExtendLeaseStatement(scope, fence, now_ms, lease_until_ms)));
   return RowsChanged(result);
 }
 
 absl::StatusOr<int64_t> RecordOutcome(PgConnection& conn, const Scope& scope, int64_t fence,
                                       KeyState state, const StoredResponse& response,
                                       int64_t now_ms, int64_t expires_ms) {
-  const SqlValue params[] = {scope.tenant,
-                             scope.key,
-                             fence,
-                             now_ms,
-                             int64_t{static_cast<int>(state)},
-                             int64_t{response.status},
-                             Blob{EncodeHeaders(response.headers)},
-                             Blob{response.body},
-                             expires_ms};
-  IDEM_ASSIGN_OR_RETURN(
-      Result result,
-      conn.Run("UPDATE idem_keys SET state = $5, status = $6, headers = $7, body = $8, "
-               "updated_ms = $4, expires_ms = $9 WHERE tenant = $1 AND key = $2 AND fence = $3 "
-               "AND state = 1 AND expires_ms > $4",
-               params, What("outcome", scope)));
+  IDEM_ASSIGN_OR_RETURN(Result result, conn.Run(RecordOutcomeStatement(
+                                           scope, fence, state, response, now_ms, expires_ms)));
   return RowsChanged(result);
 }
 
 absl::StatusOr<int64_t> DeleteClaim(PgConnection& conn, const Scope& scope, int64_t fence,
                                     int64_t now_ms) {
-  const SqlValue params[] = {scope.tenant, scope.key, fence, now_ms};
-  IDEM_ASSIGN_OR_RETURN(Result result,
-                        conn.Run("DELETE FROM idem_keys WHERE tenant = $1 AND key = $2 AND "
-                                 "fence = $3 AND state = 1 AND expires_ms > $4",
-                                 params, What("release", scope)));
+  IDEM_ASSIGN_OR_RETURN(Result result, conn.Run(DeleteClaimStatement(scope, fence, now_ms)));
   return RowsChanged(result);
 }
 

@@ -69,6 +69,25 @@ absl::StatusOr<int64_t> DeleteAny(PgConnection& conn, const Scope& scope);
 absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fence, int64_t now_ms,
                              std::string_view operation);
 
+// The statements behind the calls above, for a caller that sends several in one pipeline
+// (PgConnection::RunAll), and the readers of their results.
+Statement InsertClaimStatement(const ClaimParams& p);  // ClaimKey's first statement
+Statement SelectAnyStatement(const Scope& scope);      // ClaimKey's read after a conflict
+Statement SelectLiveStatement(const Scope& scope, int64_t now_ms);
+Statement ExtendLeaseStatement(const Scope& scope, int64_t fence, int64_t now_ms,
+                               int64_t lease_until_ms);
+Statement RecordOutcomeStatement(const Scope& scope, int64_t fence, KeyState state,
+                                 const StoredResponse& response, int64_t now_ms,
+                                 int64_t expires_ms);
+Statement DeleteClaimStatement(const Scope& scope, int64_t fence, int64_t now_ms);
+// The first row as a record (RETURNING or SELECT of the key columns), or nullopt.
+std::optional<KeyRecord> FirstRecord(const Result& result);
+// The number of rows an UPDATE or DELETE changed.
+int64_t RowsChanged(const Result& result);
+// true when ClaimKey, having found `found` in the way of its INSERT, writes over it (an expired
+// record, or a lapsed lease of the same request when `take_over_lapsed`); false: it reports it.
+bool ClaimWritesOver(const KeyRecord& found, const ClaimParams& p, bool take_over_lapsed);
+
 // The replayable headers ⇄ the bytes of the headers column.
 std::string EncodeHeaders(const std::vector<Header>& headers);
 std::vector<Header> DecodeHeaders(std::string_view bytes);

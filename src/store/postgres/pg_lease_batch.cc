@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/status_macros.h"
 #include "core/stale_fence.h"
@@ -36,6 +38,9 @@ absl::Status CheckText(std::string_view name, std::string_view text) {
 }
 
 absl::Status CheckWrite(const LeaseWrite& write) {
+  if (write.kind < LeaseWrite::Kind::kClaim || write.kind > LeaseWrite::Kind::kRelease) {
+    return absl::InvalidArgumentError("lease write kind out of range");
+  }
   IDEM_RETURN_IF_ERROR(ValidateScope(write.scope));
   if (write.kind == LeaseWrite::Kind::kClaim) {
     IDEM_RETURN_IF_ERROR(CheckText("fingerprint", write.fingerprint));
@@ -77,7 +82,7 @@ class Batch {
         return Result(absl::OkStatus());
       }
     }
-    return Result(absl::InvalidArgumentError("lease write kind out of range"));
+    return Result(absl::InvalidArgumentError("lease write kind out of range"));  // CheckWrite's
   }
 
  private:
@@ -139,17 +144,208 @@ std::vector<size_t> LockOrder(std::span<const LeaseWrite> writes) {
   return order;
 }
 
-absl::StatusOr<std::vector<LeaseWriteResult>> ApplyAll(PgConnection& conn, const Clock* clock,
-                                                       Millis retention,
-                                                       std::span<const LeaseWrite> writes,
-                                                       BatchRules rules) {
-  IDEM_ASSIGN_OR_RETURN(const int64_t now, StoreNow(conn, clock));
+// Writes sent in one pipeline at most: the server's answers to a pipeline (a command tag or a
+// record each) then fit in the socket buffers, so that the server never blocks writing them
+// while idem is still sending.
+constexpr size_t kMaxPipelined = 64;
+
+// A batch's writes with their first statements pipelined: each write's statement in lock order,
+// kMaxPipelined to a round trip; then, for the writes whose statement changed nothing, the read
+// that explains why (a claim's record in the way, a fenced write's live record), pipelined too.
+// The results equal Batch's: each write runs the same statements, and only reads move later.
+// A claim that must write over the record it found (an expired record, a lapsed lease taken over,
+// a record deleted since) is not finished here: that write would lock its row after rows later
+// in the lock order, so the caller rolls back and applies the batch one statement at a time.
+class PipelinedBatch {
+ public:
+  PipelinedBatch(PgConnection& conn, int64_t now, Millis retention, BatchRules rules,
+                 std::span<const LeaseWrite> writes)
+      : conn_(conn), now_(now), retention_(retention), rules_(rules), writes_(writes) {}
+
+  // The results in the caller's order; nullopt when the batch must be applied one statement at a
+  // time (above). Errors: a failed statement's (the batch must be rolled back).
+  absl::StatusOr<std::optional<std::vector<LeaseWriteResult>>> Apply(
+      std::span<const size_t> order) {
+    std::vector<LeaseWriteResult> results(writes_.size());
+    std::vector<size_t> sent;  // the writes whose statement went out, in lock order
+    std::vector<Statement> statements;
+    for (size_t i : order) {
+      if (absl::Status valid = CheckWrite(writes_[i]); !valid.ok()) {
+        results[i] = Result(valid);
+        continue;
+      }
+      sent.push_back(i);
+      statements.push_back(FirstStatement(writes_[i]));
+    }
+    IDEM_ASSIGN_OR_RETURN(std::vector<postgres::Result> answers, RunChunked(statements));
+    std::vector<size_t> unexplained;  // writes whose statement changed nothing, in lock order
+    statements.clear();
+    for (size_t n = 0; n < sent.size(); ++n) {
+      const size_t i = sent[n];
+      if (FirstDone(writes_[i], answers[n], results[i])) continue;
+      unexplained.push_back(i);
+      statements.push_back(writes_[i].kind == LeaseWrite::Kind::kClaim
+                               ? SelectAnyStatement(writes_[i].scope)
+                               : SelectLiveStatement(writes_[i].scope, now_));
+    }
+    IDEM_ASSIGN_OR_RETURN(answers, RunChunked(statements));
+    for (size_t n = 0; n < unexplained.size(); ++n) {
+      const size_t i = unexplained[n];
+      if (!Explain(writes_[i], FirstRecord(answers[n]), results[i])) return std::nullopt;
+    }
+    return results;
+  }
+
+ private:
+  absl::StatusOr<std::vector<postgres::Result>> RunChunked(std::span<const Statement> statements) {
+    std::vector<postgres::Result> answers;
+    answers.reserve(statements.size());
+    for (size_t at = 0; at < statements.size(); at += kMaxPipelined) {
+      IDEM_ASSIGN_OR_RETURN(
+          std::vector<postgres::Result> chunk,
+          conn_.RunAll(statements.subspan(at, std::min(kMaxPipelined, statements.size() - at))));
+      for (postgres::Result& answer : chunk) answers.push_back(std::move(answer));
+    }
+    return answers;
+  }
+
+  ClaimParams Claim(const LeaseWrite& write) const {
+    const int64_t until = now_ + write.lease.count();
+    return {write.scope, write.fingerprint,
+            write.owner, now_,
+            until,       std::max(now_ + retention_.count(), until)};
+  }
+
+  Statement FirstStatement(const LeaseWrite& write) const {
+    switch (write.kind) {
+      case LeaseWrite::Kind::kClaim:
+        return InsertClaimStatement(Claim(write));
+      case LeaseWrite::Kind::kHeartbeat:
+        return ExtendLeaseStatement(write.scope, write.fence, now_, now_ + write.lease.count());
+      case LeaseWrite::Kind::kComplete:
+      case LeaseWrite::Kind::kFailFinal:
+        return RecordOutcomeStatement(write.scope, write.fence, FinalState(write), write.response,
+                                      now_, now_ + retention_.count());
+      case LeaseWrite::Kind::kRelease:
+        return DeleteClaimStatement(write.scope, write.fence, now_);
+    }
+    return {};  // unreachable: CheckWrite let only the kinds above through
+  }
+
+  static KeyState FinalState(const LeaseWrite& write) {
+    return write.kind == LeaseWrite::Kind::kComplete ? KeyState::kCompleted
+                                                     : KeyState::kFailedFinal;
+  }
+
+  // Sets `result` and returns true when the first statement's `answer` settles the write.
+  bool FirstDone(const LeaseWrite& write, const postgres::Result& answer,
+                 LeaseWriteResult& result) const {
+    if (write.kind == LeaseWrite::Kind::kClaim) {
+      std::optional<KeyRecord> won = FirstRecord(answer);
+      if (!won.has_value()) return false;
+      result = Result(absl::OkStatus());
+      result.claimed = true;
+      result.taken_over = won->created_ms != now_;  // as Batch::Claim
+      result.lease_until_ms = now_ + write.lease.count();
+      result.record = *std::move(won);
+      return true;
+    }
+    if (RowsChanged(answer) != 1) return false;
+    result = Result(absl::OkStatus());
+    if (write.kind == LeaseWrite::Kind::kHeartbeat) {
+      result.lease_until_ms = now_ + write.lease.count();
+    }
+    return true;
+  }
+
+  // Sets `result` from `found`, the read after a first statement that changed nothing; false
+  // when a claim must write over `found` (or insert again, when nothing was found).
+  bool Explain(const LeaseWrite& write, std::optional<KeyRecord> found,
+               LeaseWriteResult& result) const {
+    switch (write.kind) {
+      case LeaseWrite::Kind::kClaim:
+        if (!found.has_value() || ClaimWritesOver(*found, Claim(write), rules_.take_over_lapsed)) {
+          return false;
+        }
+        result = Result(absl::OkStatus());
+        result.record = *std::move(found);
+        return true;
+      case LeaseWrite::Kind::kHeartbeat:
+        result = Result(idem::StaleFenceError("heartbeat", write.scope, write.fence, found));
+        return true;
+      case LeaseWrite::Kind::kRelease:
+        result = Result(idem::StaleFenceError("release", write.scope, write.fence, found));
+        return true;
+      case LeaseWrite::Kind::kComplete:
+      case LeaseWrite::Kind::kFailFinal:
+        // As Batch::Finish: a retry of a write that committed finds its own outcome.
+        if (rules_.idempotent_finish && found.has_value() && found->fence == write.fence &&
+            found->state == FinalState(write) && found->response == write.response) {
+          result = Result(absl::OkStatus());
+        } else {
+          result = Result(idem::StaleFenceError("outcome", write.scope, write.fence, found));
+        }
+        return true;
+    }
+    return true;
+  }
+
+  LeaseWriteResult Result(absl::Status status) const {
+    return {.status = std::move(status), .now_ms = now_};
+  }
+
+  PgConnection& conn_;
+  const int64_t now_;
+  const Millis retention_;
+  const BatchRules rules_;
+  const std::span<const LeaseWrite> writes_;
+};
+
+// true when a scope appears twice in `order` (sorted by scope): a read explaining one of its
+// writes would then see the effect of the other, so such a batch runs one statement at a time.
+bool RepeatsAScope(std::span<const LeaseWrite> writes, std::span<const size_t> order) {
+  for (size_t n = 1; n < order.size(); ++n) {
+    const Scope& x = writes[order[n - 1]].scope;
+    const Scope& y = writes[order[n]].scope;
+    if (x.tenant == y.tenant && x.key == y.key) return true;
+  }
+  return false;
+}
+
+// The writes one statement at a time, in lock order, at `now`.
+absl::StatusOr<std::vector<LeaseWriteResult>> ApplyInTurn(PgConnection& conn, int64_t now,
+                                                          Millis retention,
+                                                          std::span<const LeaseWrite> writes,
+                                                          std::span<const size_t> order,
+                                                          BatchRules rules) {
   Batch batch(conn, now, retention, rules);
   std::vector<LeaseWriteResult> results(writes.size());
-  for (size_t i : LockOrder(writes)) {
+  for (size_t i : order) {
     IDEM_ASSIGN_OR_RETURN(results[i], batch.Apply(writes[i]));
   }
   return results;
+}
+
+// The writes of a batch inside its transaction (BEGIN deferred by the caller).
+absl::StatusOr<std::vector<LeaseWriteResult>> ApplyInTransaction(PgConnection& conn,
+                                                                 const Clock* clock,
+                                                                 Millis retention,
+                                                                 std::span<const LeaseWrite> writes,
+                                                                 BatchRules rules) {
+  IDEM_ASSIGN_OR_RETURN(const int64_t now, StoreNow(conn, clock));
+  const std::vector<size_t> order = LockOrder(writes);
+  if (RepeatsAScope(writes, order)) {
+    return ApplyInTurn(conn, now, retention, writes, order, rules);
+  }
+  PipelinedBatch pipelined(conn, now, retention, rules, writes);
+  IDEM_ASSIGN_OR_RETURN(std::optional<std::vector<LeaseWriteResult>> results,
+                        pipelined.Apply(order));
+  if (results.has_value()) return *std::move(results);
+  // A claim must write over a record: start again, one statement at a time, so that every row
+  // is locked in lock order. The fences drawn meanwhile are skipped, never handed out twice.
+  IDEM_RETURN_IF_ERROR(conn.Run("ROLLBACK", {}, "rollback of a pipelined lease batch").status());
+  conn.Defer("BEGIN");
+  return ApplyInTurn(conn, now, retention, writes, order, rules);
 }
 
 }  // namespace
@@ -172,10 +368,14 @@ absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(PgConnection& conn
   if (writes.empty()) return std::vector<LeaseWriteResult>();
   // One write needs no transaction of its own: each of its statements commits alone, as the
   // single calls always did.
-  if (writes.size() == 1) return ApplyAll(conn, clock, retention, writes, rules);
+  if (writes.size() == 1) {
+    IDEM_ASSIGN_OR_RETURN(const int64_t now, StoreNow(conn, clock));
+    const size_t only = 0;
+    return ApplyInTurn(conn, now, retention, writes, {&only, 1}, rules);
+  }
   conn.Defer("BEGIN");  // goes out with the batch's first statement, in one round trip
   absl::StatusOr<std::vector<LeaseWriteResult>> results =
-      ApplyAll(conn, clock, retention, writes, rules);
+      ApplyInTransaction(conn, clock, retention, writes, rules);
   if (!results.ok()) {
     conn.DropDeferred();
     if (!conn.broken() && !conn.Run("ROLLBACK", {}, "rollback of a lease batch").ok()) {

@@ -5,6 +5,13 @@
 // caller's order, so two batches on the same keys lock rows in the same order and cannot
 // deadlock; results come back in the caller's order.
 //
+// Round trips: a batch of several writes reads the clock (with BEGIN), sends every write's
+// statement in one pipeline (libpq pipeline mode, up to 64 writes to a round trip), then the
+// reads that explain the writes that changed nothing (a claim that lost, a stale fence) in one
+// more, then COMMIT. A claim that must write over the record it found (an expired record, a
+// lapsed lease taken over) rolls that attempt back and the batch runs one statement at a time,
+// as do batches with two writes on one scope.
+//
 // Time: with a clock (StoreOptions::clock set) its NowMillis(); without one the database's
 // clock_timestamp(), read once per batch, so hosts sharing the database agree on every lease.
 //
