@@ -52,6 +52,27 @@ absl::Status CheckWrite(const LeaseWrite& write) {
   return absl::OkStatus();
 }
 
+// The claim `write` asks for at `now`: a lease from now, the record kept at least until the
+// retention ends and at least as long as the lease.
+ClaimParams ClaimAt(const LeaseWrite& write, int64_t now, Millis retention) {
+  const int64_t until = now + write.lease.count();
+  return {write.scope, write.fingerprint,
+          write.owner, now,
+          until,       std::max(now + retention.count(), until)};
+}
+
+// The status of a Complete or FailFinal (`state`) whose statement changed nothing, from the record
+// read after it: OK for a retry of a write that committed (its answer was lost) when the rules
+// allow it, else a stale fence.
+absl::Status UnchangedFinish(const LeaseWrite& write, KeyState state,
+                             const std::optional<KeyRecord>& found, const BatchRules& rules) {
+  if (rules.idempotent_finish && found.has_value() && found->fence == write.fence &&
+      found->state == state && found->response == write.response) {
+    return absl::OkStatus();
+  }
+  return idem::StaleFenceError("outcome", write.scope, write.fence, found);
+}
+
 class Batch {
  public:
   Batch(PgConnection& conn, int64_t now, Millis retention, BatchRules rules)
@@ -87,10 +108,7 @@ class Batch {
 
  private:
   absl::StatusOr<LeaseWriteResult> Claim(const LeaseWrite& write) {
-    const int64_t until = now_ + write.lease.count();
-    const ClaimParams params{write.scope, write.fingerprint,
-                             write.owner, now_,
-                             until,       std::max(now_ + retention_.count(), until)};
+    const ClaimParams params = ClaimAt(write, now_, retention_);
     IDEM_ASSIGN_OR_RETURN(ClaimResult claim, ClaimKey(conn_, params, rules_.take_over_lapsed));
     LeaseWriteResult result = Result(absl::OkStatus());
     result.claimed = claim.claimed;
@@ -98,7 +116,7 @@ class Batch {
       // A lease is positive, so a lapsed lease was claimed before now: only a takeover keeps
       // an older created time.
       result.taken_over = claim.record.created_ms != now_;
-      result.lease_until_ms = until;
+      result.lease_until_ms = params.lease_until_ms;
     }
     result.record = std::move(claim.record);
     return result;
@@ -110,12 +128,7 @@ class Batch {
                                        now_ + retention_.count()));
     if (changed == 1) return Result(absl::OkStatus());
     IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(conn_, write.scope, now_));
-    // A retry of a write that committed (its answer was lost): the record holds this outcome.
-    if (rules_.idempotent_finish && live.has_value() && live->fence == write.fence &&
-        live->state == state && live->response == write.response) {
-      return Result(absl::OkStatus());
-    }
-    return Result(idem::StaleFenceError("outcome", write.scope, write.fence, live));
+    return Result(UnchangedFinish(write, state, live, rules_));
   }
 
   absl::StatusOr<LeaseWriteResult> Stale(const LeaseWrite& write, std::string_view operation) {
@@ -209,12 +222,7 @@ class PipelinedBatch {
     return answers;
   }
 
-  ClaimParams Claim(const LeaseWrite& write) const {
-    const int64_t until = now_ + write.lease.count();
-    return {write.scope, write.fingerprint,
-            write.owner, now_,
-            until,       std::max(now_ + retention_.count(), until)};
-  }
+  ClaimParams Claim(const LeaseWrite& write) const { return ClaimAt(write, now_, retention_); }
 
   Statement FirstStatement(const LeaseWrite& write) const {
     switch (write.kind) {
@@ -278,13 +286,7 @@ class PipelinedBatch {
         return true;
       case LeaseWrite::Kind::kComplete:
       case LeaseWrite::Kind::kFailFinal:
-        // As Batch::Finish: a retry of a write that committed finds its own outcome.
-        if (rules_.idempotent_finish && found.has_value() && found->fence == write.fence &&
-            found->state == FinalState(write) && found->response == write.response) {
-          result = Result(absl::OkStatus());
-        } else {
-          result = Result(idem::StaleFenceError("outcome", write.scope, write.fence, found));
-        }
+        result = Result(UnchangedFinish(write, FinalState(write), found, rules_));
         return true;
     }
     return true;
