@@ -126,9 +126,10 @@ TEST_F(NatsTwoProcessFault, WokenLeaderNeverCompletesAKeyItsWorkerLost) {
   ASSERT_TRUE(others_admin.ok()) << others_admin.status();
   const std::string bucket = "replicas=3&bucket=" + bucket_;
   // Near's effects of one key per thread, at a quarter of the run, take 1.5 s (a slow upstream
-  // call), and far claims those keys 300 ms late, so near holds them: the leader is paused while
-  // near is inside at least 4 of them, so near holds keys whose completion it will send to the
-  // paused leader.
+  // call), and far claims those keys 300 ms late, so near holds them: the leader is paused once
+  // near is seen inside 4 of them, so near holds keys whose completion it will send to the paused
+  // leader. Seen, not guaranteed still inside: the pause is a fixture command that can take a
+  // second on a loaded machine, and a thread seen inside may finish before it lands.
   constexpr int kSlowFrom = kKeys / 4;
   run_->Start("near", natstest::StoreUriOn({nodes_[static_cast<size_t>(leader_ - 1)]}, bucket), 3s,
               kSlowFrom, 1500ms);
@@ -160,7 +161,9 @@ TEST_F(NatsTwoProcessFault, WokenLeaderNeverCompletesAKeyItsWorkerLost) {
   paused_ = 0;
   ASSERT_TRUE(run_->Finish(kFinishBound));
   const natstest::RunOutcome outcome = natstest::CheckRun(*run_, uri_);
-  EXPECT_GE(run_->workers()[0].stats.lost, 4) << "woken workers refused keys they lost";
+  // At least one key lost proves the scenario ran; how many of the 4 seen were still held when the
+  // pause landed depends on the machine's load (a from-scratch CI run saw 3).
+  EXPECT_GE(run_->workers()[0].stats.lost, 1) << "woken workers refused keys they lost";
   EXPECT_EQ(outcome.superseded, run_->Total(&WorkerStats::lost));
   EXPECT_EQ(outcome.effects, kKeys + outcome.superseded);
 }
