@@ -12,8 +12,10 @@
 # open-connection gauge and file descriptors) and after 1M stored keys (with the replay cache's
 # bytes, bounded by --cache-bytes, 64 MiB by default).
 # The "CPU µs/req" column is the CPU time (user + system) the row's gateway spent per request during
-# its wrk run: nginx's master and workers, idem serve, or the Node process with its Redis server.
-# With wrk, the upstream and the gateway sharing the cores, it says what limits each row.
+# its wrk run: nginx's master and workers, idem serve, or the Node process with its Redis server;
+# "upstream µs" and "wrk µs" are those of examples/charges and of wrk in the same run. With all
+# three sharing the cores, their sum says what each row's rate can be at most (2 cores: 2,000,000
+# µs per second divided by the sum).
 #
 # Environment: DURATION (10s), CONNECTIONS (64), THREADS (2), IDLE_CONNS (10000),
 # FILL_KEYS (1000000; 0 skips), FILL_SECONDS (30: unique keys sent through idem serve before the
@@ -101,17 +103,28 @@ gateway_pids=""  # the processes measure charges CPU time to (set before each me
 
 results=$work/results
 : >"$results"
-# measure NAME URL MODE...: one wrk run; appends "NAME rps p50 p99 requests non2xx errors cpu_us"
-# (cpu_us: CPU µs per request of $gateway_pids).
+# timed_wrk ARGS...: runs wrk, prints its output and then "WRKCPU <seconds of CPU it used>".
+timed_wrk() {
+  python3 -c 'import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(done.stdout, end="")
+print("WRKCPU %.6f" % (used.ru_utime + used.ru_stime))
+sys.exit(done.returncode)' wrk "$@"
+}
+# measure NAME URL MODE...: one wrk run; appends "NAME rps p50 p99 requests non2xx errors cpu_us
+# upstream_us wrk_us" (CPU µs per request of $gateway_pids, of charges and of wrk).
 measure() {
   local name=$1 url=$2
   shift 2
-  local out before after
+  local out before after upstream_before upstream_after
   # shellcheck disable=SC2086 # a list of pids
   before=$(cpu_ticks $gateway_pids)
-  out=$(wrk -t"$threads" -c"$connections" -d"$duration" -s "$here/post.lua" "$url" -- "$@" 2>&1)
+  upstream_before=$(cpu_ticks "$charges_pid")
+  out=$(timed_wrk -t"$threads" -c"$connections" -d"$duration" -s "$here/post.lua" "$url" -- "$@" 2>&1)
   # shellcheck disable=SC2086
   after=$(cpu_ticks $gateway_pids)
+  upstream_after=$(cpu_ticks "$charges_pid")
   local line
   line=$(grep '^RESULT' <<<"$out" || true)
   if [[ -z $line ]]; then
@@ -119,11 +132,14 @@ measure() {
     echo "$out" >&2
     return 1
   fi
-  local requests cpu_us
+  local requests cpu_us upstream_us wrk_us per
   read -r _ _ _ _ requests _ <<<"$line"
-  cpu_us=$(((after - before) * 1000000 / ticks_per_second / (requests > 0 ? requests : 1)))
-  echo "$name ${line#RESULT } $cpu_us" >>"$results"
-  echo "  $name: ${line#RESULT } cpu_us=$cpu_us" >&2
+  per=$((requests > 0 ? requests : 1))
+  cpu_us=$(((after - before) * 1000000 / ticks_per_second / per))
+  upstream_us=$(((upstream_after - upstream_before) * 1000000 / ticks_per_second / per))
+  wrk_us=$(awk -v s="$(awk '$1 == "WRKCPU" {print $2}' <<<"$out")" -v n="$per" 'BEGIN {printf "%d", s * 1000000 / n}')
+  echo "$name ${line#RESULT } $cpu_us $upstream_us $wrk_us" >>"$results"
+  echo "  $name: ${line#RESULT } cpu_us=$cpu_us upstream_us=$upstream_us wrk_us=$wrk_us" >&2
 }
 # store_replay_keys URL: stores keys replay-0..99 (one POST each) so the replay run only replays.
 store_replay_keys() {
@@ -138,7 +154,8 @@ echo "gateway benchmark: $(git rev-parse --short HEAD)$(git diff --quiet HEAD --
 
 charges_port=$(free_port)
 "$charges_bin" --listen "127.0.0.1:$charges_port" 2>"$work/charges.log" &
-pids+=($!)
+charges_pid=$!
+pids+=($charges_pid)
 wait_http "http://127.0.0.1:$charges_port/stats"
 upstream=http://127.0.0.1:$charges_port
 
@@ -317,13 +334,13 @@ awk -v body="" '
   NR == FNR && $1 == "nginx" { nrps = $2; np99 = $4 }
   NR == FNR { next }
   FNR == 1 {
-    printf "| %-18s | %8s | %8s | %8s | %9s | %9s | %7s | %6s | %12s |\n", "row", "req/s", "p50 ms", "p99 ms", "× nginx", "p99 × ng", "non-2xx", "errors", "CPU µs/req"
-    printf "|%s|%s:|%s:|%s:|%s:|%s:|%s:|%s:|%s:|\n", "--------------------", "---------", "---------", "---------", "----------", "----------", "--------", "-------", "-------------"
+    printf "| %-18s | %8s | %8s | %8s | %9s | %9s | %7s | %6s | %12s | %11s | %6s |\n", "row", "req/s", "p50 ms", "p99 ms", "× nginx", "p99 × ng", "non-2xx", "errors", "CPU µs/req", "upstream µs", "wrk µs"
+    printf "|%s|%s:|%s:|%s:|%s:|%s:|%s:|%s:|%s:|%s:|%s:|\n", "--------------------", "---------", "---------", "---------", "----------", "----------", "--------", "-------", "-------------", "------------", "-------"
   }
   {
     r = nrps ? sprintf("%.2f", $2 / nrps) : "-"
     p = np99 ? sprintf("%.2f", $4 / np99) : "-"
-    printf "| %-18s | %8d | %8.2f | %8.2f | %9s | %9s | %7d | %6d | %12d |\n", $1, $2, $3 / 1000, $4 / 1000, r, p, $6, $7, $8
+    printf "| %-18s | %8d | %8.2f | %8.2f | %9s | %9s | %7d | %6d | %12d | %11d | %6d |\n", $1, $2, $3 / 1000, $4 / 1000, r, p, $6, $7, $8, $9, $10
   }' "$results" "$results"
 if [[ -n $memory ]]; then
   echo
