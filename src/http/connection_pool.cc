@@ -155,6 +155,25 @@ PoolStats ConnectionPool::stats() const {
   return PoolStats{state_->open, state_->idle.size(), state_->created, state_->waiters.size()};
 }
 
+std::unique_ptr<Stream> ConnectionPool::TakeIdleLocked() {
+  while (!state_->idle.empty()) {
+    std::unique_ptr<Stream> s = std::move(state_->idle.back().stream);
+    state_->idle.pop_back();
+    if (!IsStale(*s)) return s;
+    s->Close();
+    --state_->open;
+  }
+  return nullptr;
+}
+
+PooledConnection ConnectionPool::TryAcquireIdle() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->shut) return PooledConnection();
+  std::unique_ptr<Stream> s = TakeIdleLocked();
+  if (s == nullptr) return PooledConnection();
+  return PooledConnection(shared_from_this(), std::move(s), true);
+}
+
 void ConnectionPool::StartAcquire(SteadyTime deadline, Done done) {
   std::unique_lock<std::mutex> lock(state_->mu);
   if (state_->shut) {
@@ -162,14 +181,7 @@ void ConnectionPool::StartAcquire(SteadyTime deadline, Done done) {
     return done(
         absl::CancelledError(fmt::format("the pool of {} is shut down", origin_.ToString())));
   }
-  while (!state_->idle.empty()) {
-    std::unique_ptr<Stream> s = std::move(state_->idle.back().stream);
-    state_->idle.pop_back();
-    if (IsStale(*s)) {
-      s->Close();
-      --state_->open;
-      continue;
-    }
+  if (std::unique_ptr<Stream> s = TakeIdleLocked()) {
     lock.unlock();
     return done(PooledConnection(shared_from_this(), std::move(s), true));
   }
@@ -200,9 +212,14 @@ void ConnectionPool::StartAcquire(SteadyTime deadline, Done done) {
 
 void ConnectionPool::GiveBack(std::unique_ptr<Stream> stream, bool reusable) {
   std::unique_lock<std::mutex> lock(state_->mu);
-  if (reusable && (state_->shut || IsStale(*stream))) reusable = false;
+  if (state_->shut) reusable = false;
   if (std::shared_ptr<State::Waiter> w = state_->PopWaiter()) {
     lock.unlock();
+    // Handed over without going idle, so checked here rather than by an acquire. A connection
+    // kept idle is checked when it is taken (TakeIdleLocked), not now as well: the server may
+    // close it at any time while it waits, so only that check counts, and one recv per
+    // exchange is enough.
+    if (reusable && IsStale(*stream)) reusable = false;
     if (reusable) return w->done(PooledConnection(shared_from_this(), std::move(stream), true));
     stream->Close();
     return Connect(w->deadline, std::move(w->done));  // the slot passes to the waiter

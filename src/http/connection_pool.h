@@ -114,6 +114,11 @@ class ConnectionPool final : public std::enable_shared_from_this<ConnectionPool>
         token, deadline);
   }
 
+  // Returns an idle connection that is still usable, at once, or an invalid PooledConnection
+  // when none is (then AsyncAcquire connects or waits). Saves a caller that may continue on the
+  // calling thread the trip through the executor AsyncAcquire's completion takes.
+  PooledConnection TryAcquireIdle();
+
   // Closes idle connections and fails waiting acquires with Cancelled; busy connections are
   // closed when given back. Later acquires fail with Cancelled.
   void Shutdown();
@@ -124,6 +129,7 @@ class ConnectionPool final : public std::enable_shared_from_this<ConnectionPool>
   // executor itself when the pool is single-threaded (see PoolOptions::single_threaded).
   boost::asio::any_io_executor OperationExecutor() const;
   PoolStats stats() const;
+  bool single_threaded() const { return options_.single_threaded; }
 
  private:
   friend class PooledConnection;
@@ -133,6 +139,9 @@ class ConnectionPool final : public std::enable_shared_from_this<ConnectionPool>
 
   ConnectionPool(boost::asio::any_io_executor ex, Origin origin, PoolOptions options);
   void StartAcquire(SteadyTime deadline, Done done);
+  // REQUIRES: state_->mu held. The most recently used idle connection the server has not closed
+  // (stale ones are closed on the way), or nullptr.
+  std::unique_ptr<Stream> TakeIdleLocked();
   void Connect(SteadyTime deadline, Done done);
   void ReleaseSlot();  // a connect failed: its slot goes to a waiter or is freed
   void GiveBack(std::unique_ptr<Stream> stream, bool reusable);

@@ -103,6 +103,13 @@ class SendOp final : public std::enable_shared_from_this<SendOp> {
   }
 
   void Run() {
+    // On a single-threaded pool this already runs on the executor the send belongs to, so an
+    // idle connection at hand is used at once rather than after a round trip through the
+    // executor (the exchange's own completion is never inline: no handler runs from here).
+    if (pool_->single_threaded()) {
+      if (PooledConnection idle = pool_->TryAcquireIdle(); idle.valid())
+        return OnAcquired(std::move(idle));
+    }
     pool_->AsyncAcquire(
         options_.deadline,
         asio::bind_executor(executor_, [self = shared_from_this()](AcquireResult r) mutable {
