@@ -1,6 +1,6 @@
 #include "gateway/gateway_context.h"
 
-#include <memory>
+#include <utility>
 
 namespace idem::gateway {
 
@@ -10,10 +10,9 @@ asio::awaitable<KeyOpResult> AwaitKeyOp(GatewayContext& ctx, KeyOp op) {
   KeyOpResult result =
       co_await asio::async_initiate<decltype(asio::use_awaitable), void(KeyOpResult)>(
           [&ctx, executor](auto handler, KeyOp pending) {
-            // KeyService::Done is copyable; the coroutine's handler is move-only.
-            auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-            ctx.keys.Submit(std::move(pending), executor,
-                            [shared](KeyOpResult r) mutable { (*shared)(std::move(r)); });
+            ctx.keys.Submit(
+                std::move(pending), executor,
+                [h = std::move(handler)](KeyOpResult r) mutable { std::move(h)(std::move(r)); });
           },
           asio::use_awaitable, std::move(op));
   ctx.metrics.store_seconds.Observe(std::chrono::steady_clock::now() - start);

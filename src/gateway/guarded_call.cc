@@ -147,8 +147,9 @@ asio::awaitable<absl::StatusOr<StoredResponse>> ForwardWithinLease(
 asio::awaitable<GuardedAnswer> Record(GatewayContext& ctx, const Route& route,
                                       const GuardedRequest& guarded, int64_t fence,
                                       absl::StatusOr<StoredResponse> upstream) {
-  if (!upstream.ok() ||
-      ClassifierFor(route).Classify(upstream->status) == OutcomeClass::kTransient) {
+  const std::optional<OutcomeClass> outcome =
+      upstream.ok() ? std::optional(ClassifierFor(route).Classify(upstream->status)) : std::nullopt;
+  if (!outcome.has_value() || *outcome == OutcomeClass::kTransient) {
     KeyOp op{.kind = KeyOp::Kind::kRelease, .scope = guarded.scope, .fence = fence};
     KeyOpResult released = co_await AwaitKeyOp(ctx, std::move(op));
     if (!released.status.ok())
@@ -159,8 +160,7 @@ asio::awaitable<GuardedAnswer> Record(GatewayContext& ctx, const Route& route,
                               Decision::kUpstreamError};
     co_return GuardedAnswer{*std::move(upstream), Decision::kTransient};
   }
-  const bool final_failure =
-      ClassifierFor(route).Classify(upstream->status) == OutcomeClass::kFailedFinal;
+  const bool final_failure = *outcome == OutcomeClass::kFailedFinal;
   const int64_t written_from = ctx.cache.NowMillis();
   KeyOp op{.kind = final_failure ? KeyOp::Kind::kFailFinal : KeyOp::Kind::kComplete,
            .scope = guarded.scope,

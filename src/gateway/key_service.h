@@ -13,7 +13,6 @@
 #define IDEM_GATEWAY_KEY_SERVICE_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 
 // GCC 12 at -O2 reports false "potential null pointer dereference" warnings inside Asio.
@@ -22,6 +21,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #pragma GCC diagnostic pop
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "idem/record.h"
 #include "idem/store.h"
@@ -58,7 +58,9 @@ struct KeyOpResult {
 
 class KeyService {
  public:
-  using Done = std::function<void(KeyOpResult)>;
+  // Move-only, so a caller hands over its own (move-only) completion handler as is: a copyable
+  // std::function would need it shared, two allocations per store call.
+  using Done = absl::AnyInvocable<void(KeyOpResult)>;
 
   KeyService() = default;
   KeyService(const KeyService&) = delete;

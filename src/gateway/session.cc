@@ -82,11 +82,13 @@ struct Outcome {
   int status = 0;
 };
 
-// Reads the body of a guarded request, then claims, forwards and records it.
+// Reads the body of a guarded request, then claims, forwards and records it. `headers` are the
+// head's, as the head decision saw them.
 asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, hc::Stream& stream,
                                        beast::flat_buffer& buffer,
                                        http::request_parser<http::empty_body>& head,
-                                       const Route& route, const std::string& id) {
+                                       std::vector<Header> headers, const Route& route,
+                                       const std::string& id) {
   const unsigned version = head.get().version();
   const bool keep_alive = head.get().keep_alive() && !ctx.draining;
   const auto too_large = absl::ResourceExhaustedError(fmt::format(
@@ -112,7 +114,10 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
   }
   if (ec) co_return Outcome{false, Decision::kInvalid, 0};  // truncated body: nothing to answer
   http::request<http::string_body> request = parser.release();
-  const std::vector<Header> headers = HeadersOf(request.base());
+  // The head's headers serve unless the body added trailer fields (chunked): then the decision
+  // sees every field, as it always did.
+  if (static_cast<size_t>(std::distance(request.begin(), request.end())) != headers.size())
+    headers = HeadersOf(request.base());
   const RequestView view{.method = request.method_string(),
                          .target = request.target(),
                          .headers = &headers,
@@ -137,7 +142,7 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
                                        beast::flat_buffer& buffer,
                                        http::request_parser<http::empty_body>& head,
                                        const std::string& id) {
-  const std::vector<Header> headers = HeadersOf(head.get().base());
+  std::vector<Header> headers = HeadersOf(head.get().base());
   const RequestView view{
       .method = head.get().method_string(), .target = head.get().target(), .headers = &headers};
   const HeadDecision decision = DecideHead(ctx.config, view);
@@ -157,12 +162,12 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
     case HeadDecision::Kind::kGuard:
       break;
   }
-  co_return co_await HandleGuarded(ctx, pool, stream, buffer, head, *decision.route, id);
+  co_return co_await HandleGuarded(ctx, pool, stream, buffer, head, std::move(headers),
+                                   *decision.route, id);
 }
 
 void LogRequest(const std::string& id, std::string_view method, std::string_view target,
                 const Outcome& outcome, SteadyClock::duration took) {
-  if (!spdlog::should_log(spdlog::level::debug)) return;
   spdlog::debug("{} {} {} -> {} {} in {:.1f} ms", id, method, target, outcome.status,
                 DecisionName(outcome.decision),
                 std::chrono::duration<double, std::milli>(took).count());
@@ -212,13 +217,19 @@ asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool, t
     const auto start = SteadyClock::now();
     ctx.in_flight.BeginRequest();
     const std::string id = RequestId(head.get().base());
-    const std::string method(head.get().method_string());
-    const std::string target(head.get().target());
+    // Copied for the log line only when it is written: the request is moved on below.
+    const bool log = spdlog::should_log(spdlog::level::debug);
+    std::string method;
+    std::string target;
+    if (log) {
+      method = std::string(head.get().method_string());
+      target = std::string(head.get().target());
+    }
     const Outcome outcome = co_await HandleRequest(ctx, pool, stream, buffer, head, id);
     ctx.in_flight.EndRequest();
     ctx.metrics.Count(outcome.decision);
     ctx.metrics.request_seconds.Observe(SteadyClock::now() - start);
-    LogRequest(id, method, target, outcome, SteadyClock::now() - start);
+    if (log) LogRequest(id, method, target, outcome, SteadyClock::now() - start);
     if (!outcome.keep_alive) break;
   }
   stream.Close();
