@@ -2,15 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+
 namespace idem::gateway {
 namespace {
 
-// What an entry costs beyond its strings: list and map nodes, the shared outcome's block.
+// What an entry costs beyond its strings: its node, the index's node, the id's block.
 constexpr int64_t kEntryOverhead = 256;
 
-// (tenant, key) as one string that no other pair maps to.
-std::string IdOf(const Scope& scope) {
-  return fmt::format("{}:{}{}", scope.tenant.size(), scope.tenant, scope.key);
+// Appends (tenant, key) as one string that no other pair maps to.
+void AppendId(const Scope& scope, std::string& out) {
+  fmt::format_to(std::back_inserter(out), "{}:{}{}", scope.tenant.size(), scope.tenant, scope.key);
 }
 
 int64_t SizeOf(const std::string& id, const CachedOutcome& outcome) {
@@ -28,36 +30,41 @@ ReplayCache::ReplayCache(int64_t max_bytes, const Clock& clock, Metrics& metrics
 
 std::shared_ptr<const CachedOutcome> ReplayCache::Find(const Scope& scope) {
   if (!enabled()) return nullptr;
-  const std::string id = IdOf(scope);
+  // Looked up by a view of a per-thread buffer: a lookup, hit or miss, allocates nothing.
+  thread_local std::string id;
+  id.clear();
+  AppendId(scope, id);
   std::lock_guard<std::mutex> lock(mu_);
   auto found = index_.find(id);
   if (found == index_.end()) {
     metrics_.cache_misses.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  Lru::iterator it = found->second;
-  if (clock_.NowMillis() >= it->expires_ms) {
-    EraseLocked(it);
+  Node& node = *found->second;
+  if (clock_.NowMillis() >= node.expires_ms) {
+    EraseLocked(found);
     metrics_.cache_misses.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  lru_.splice(lru_.begin(), lru_, it);
+  UnlinkLocked(node);
+  LinkNewestLocked(node);
   metrics_.cache_hits.fetch_add(1, std::memory_order_relaxed);
-  return it->outcome;
+  return std::shared_ptr<const CachedOutcome>(found->second, &node.outcome);
 }
 
 void ReplayCache::Put(const Scope& scope, CachedOutcome outcome, int64_t expires_ms) {
   if (!enabled() || clock_.NowMillis() >= expires_ms) return;
-  std::string id = IdOf(scope);
+  std::string id;
+  AppendId(scope, id);
   const int64_t size = SizeOf(id, outcome);
   if (size > max_bytes_) return;
-  auto shared = std::make_shared<const CachedOutcome>(std::move(outcome));
+  auto node = std::make_shared<Node>(std::move(id), std::move(outcome), expires_ms, size);
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto found = index_.find(id); found != index_.end()) EraseLocked(found->second);
-  while (!lru_.empty() && bytes_ + size > max_bytes_) EraseLocked(std::prev(lru_.end()));
-  lru_.push_front(
-      {.id = id, .outcome = std::move(shared), .expires_ms = expires_ms, .bytes = size});
-  index_.emplace(std::move(id), lru_.begin());
+  if (auto found = index_.find(node->id); found != index_.end()) EraseLocked(found);
+  while (oldest_ != nullptr && bytes_ + size > max_bytes_) EraseLocked(index_.find(oldest_->id));
+  LinkNewestLocked(*node);
+  const std::string_view view = node->id;
+  index_.emplace(view, std::move(node));
   bytes_ += size;
   metrics_.cache_bytes.store(bytes_, std::memory_order_relaxed);
 }
@@ -67,10 +74,25 @@ int64_t ReplayCache::bytes() const {
   return bytes_;
 }
 
-void ReplayCache::EraseLocked(Lru::iterator it) {
-  bytes_ -= it->bytes;
-  index_.erase(it->id);
-  lru_.erase(it);
+void ReplayCache::LinkNewestLocked(Node& node) {
+  node.older = newest_;
+  node.newer = nullptr;
+  if (newest_ != nullptr) newest_->newer = &node;
+  newest_ = &node;
+  if (oldest_ == nullptr) oldest_ = &node;
+}
+
+void ReplayCache::UnlinkLocked(Node& node) {
+  (node.newer != nullptr ? node.newer->older : newest_) = node.older;
+  (node.older != nullptr ? node.older->newer : oldest_) = node.newer;
+  node.newer = node.older = nullptr;
+}
+
+void ReplayCache::EraseLocked(Index::iterator it) {
+  Node& node = *it->second;
+  bytes_ -= node.bytes;
+  UnlinkLocked(node);
+  index_.erase(it);  // may free the node: its id is the key's storage, so erase by iterator
   metrics_.cache_bytes.store(bytes_, std::memory_order_relaxed);
 }
 

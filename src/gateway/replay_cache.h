@@ -12,11 +12,11 @@
 #define IDEM_GATEWAY_REPLAY_CACHE_H_
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "gateway/metrics.h"
@@ -53,22 +53,32 @@ class ReplayCache final {
   bool enabled() const { return max_bytes_ > 0; }
 
  private:
-  struct Entry {
-    std::string id;
-    std::shared_ptr<const CachedOutcome> outcome;
-    int64_t expires_ms = 0;
-    int64_t bytes = 0;
+  // One cached outcome. Find hands out its outcome as a shared_ptr aliasing the node, so an entry
+  // costs one block besides its id and the index's node, and a hit allocates nothing. The LRU
+  // order is a list threaded through the nodes themselves.
+  struct Node {
+    Node(std::string node_id, CachedOutcome cached, int64_t expires, int64_t size)
+        : id(std::move(node_id)), outcome(std::move(cached)), expires_ms(expires), bytes(size) {}
+    const std::string id;
+    const CachedOutcome outcome;
+    const int64_t expires_ms;
+    const int64_t bytes;
+    Node* newer = nullptr;  // guarded by mu_
+    Node* older = nullptr;  // guarded by mu_
   };
-  using Lru = std::list<Entry>;  // most recently used first
+  using Index = std::unordered_map<std::string_view, std::shared_ptr<Node>>;  // views of Node::id
 
-  void EraseLocked(Lru::iterator it);
+  void LinkNewestLocked(Node& node);
+  void UnlinkLocked(Node& node);
+  void EraseLocked(Index::iterator it);
 
   const int64_t max_bytes_;
   const Clock& clock_;
   Metrics& metrics_;
   mutable std::mutex mu_;
-  Lru lru_;
-  std::unordered_map<std::string, Lru::iterator> index_;
+  Index index_;
+  Node* newest_ = nullptr;  // most recently used
+  Node* oldest_ = nullptr;  // least recently used: evicted first
   int64_t bytes_ = 0;
 };
 

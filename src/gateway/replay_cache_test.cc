@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 namespace idem::gateway {
@@ -87,6 +88,38 @@ TEST_F(ReplayCacheTest, PuttingAKeyAgainReplacesItsEntry) {
   cache.Put({"", "k"}, Outcome("f", "again"), clock_.NowMillis() + 1000);
   EXPECT_EQ(cache.bytes(), one);
   EXPECT_EQ(cache.Find({"", "k"})->response.body, "again");
+}
+
+TEST_F(ReplayCacheTest, EvictsInLeastRecentlyUsedOrderAfterHitsReorderIt) {
+  const std::string body(1000, 'x');
+  ReplayCache cache(4 * 1400, clock_, metrics_);
+  const int64_t expires = clock_.NowMillis() + 60'000;
+  for (const char* key : {"a", "b", "c", "d"}) cache.Put({"", key}, Outcome("f", body), expires);
+  // Use order now, least recent first: c, a, d, b.
+  ASSERT_NE(cache.Find({"", "a"}), nullptr);
+  ASSERT_NE(cache.Find({"", "d"}), nullptr);
+  ASSERT_NE(cache.Find({"", "b"}), nullptr);
+  cache.Put({"", "e"}, Outcome("f", body), expires);  // evicts c
+  cache.Put({"", "f"}, Outcome("f", body), expires);  // evicts a
+  EXPECT_EQ(cache.Find({"", "c"}), nullptr);
+  EXPECT_EQ(cache.Find({"", "a"}), nullptr);
+  cache.Put({"", "g"}, Outcome("f", body), expires);  // evicts d
+  EXPECT_EQ(cache.Find({"", "d"}), nullptr);
+  for (const char* key : {"b", "e", "f", "g"}) EXPECT_NE(cache.Find({"", key}), nullptr) << key;
+  EXPECT_EQ(metrics_.cache_bytes.load(), cache.bytes());
+}
+
+TEST_F(ReplayCacheTest, AnOutcomeFoundStaysValidAfterItsEntryIsEvictedOrReplaced) {
+  ReplayCache cache(1400, clock_, metrics_);
+  const int64_t expires = clock_.NowMillis() + 60'000;
+  cache.Put({"", "k"}, Outcome("f", std::string(1000, 'a')), expires);
+  std::shared_ptr<const CachedOutcome> held = cache.Find({"", "k"});
+  ASSERT_NE(held, nullptr);
+  cache.Put({"", "k"}, Outcome("f", std::string(1000, 'b')), expires);      // replaced
+  cache.Put({"", "other"}, Outcome("f", std::string(1000, 'c')), expires);  // evicts k
+  EXPECT_EQ(cache.Find({"", "k"}), nullptr);
+  EXPECT_EQ(held->response.body, std::string(1000, 'a'));
+  EXPECT_EQ(held->fingerprint, "f");
 }
 
 }  // namespace
