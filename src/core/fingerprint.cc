@@ -30,12 +30,35 @@ std::string ToHex(const unsigned char* bytes, std::size_t size) {
   return hex;
 }
 
+struct FreeContext {
+  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+};
+using Context = std::unique_ptr<EVP_MD_CTX, FreeContext>;
+
+// SHA-256, looked up in OpenSSL's providers once: EVP_sha256() is looked up again (a locked
+// search, string copies) on every EVP_DigestInit_ex, once per request in the gateway.
+const EVP_MD* Sha256() {
+  static const EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  if (md == nullptr) std::abort();
+  return md;
+}
+
+// A digest context this thread used before and gave back, kept for the next Hasher (one
+// allocation less per hash); nullptr when none is free.
+Context& SpareContext() {
+  thread_local Context spare;
+  return spare;
+}
+
 // SHA-256 over length-prefixed fields. OpenSSL failures here mean the library itself is broken
 // (SHA-256 is always available), a broken invariant: crash.
 class Hasher final {
  public:
-  Hasher() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1) std::abort();
+  Hasher() : ctx_(SpareContext() ? std::move(SpareContext()) : Context(EVP_MD_CTX_new())) {
+    if (!ctx_ || EVP_DigestInit_ex2(ctx_.get(), Sha256(), nullptr) != 1) std::abort();
+  }
+  ~Hasher() {
+    if (!SpareContext()) SpareContext() = std::move(ctx_);
   }
   Hasher(const Hasher&) = delete;
   Hasher& operator=(const Hasher&) = delete;
@@ -61,10 +84,7 @@ class Hasher final {
   }
 
  private:
-  struct Free {
-    void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
-  };
-  std::unique_ptr<EVP_MD_CTX, Free> ctx_;
+  Context ctx_;
 };
 
 std::string Lower(std::string_view text) {
