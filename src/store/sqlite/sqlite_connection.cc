@@ -8,6 +8,7 @@
 
 #include "common/status_macros.h"
 #include "store/sqlite/sqlite_error.h"
+#include "store/sqlite/wal_coalescing_vfs.h"
 
 namespace idem::sqlite {
 namespace {
@@ -87,7 +88,10 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::OpenUnconfigured(const s
                                                                          Millis lock_timeout) {
   sqlite3* db = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  // The coalescing VFS writes every file as the default one does until Configure asks it to
+  // coalesce; without it (it cannot wrap this platform's VFS) the default VFS is used.
+  const absl::StatusOr<const char*> vfs = WalCoalescingVfsName();
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, vfs.ok() ? *vfs : nullptr);
   if (rc != SQLITE_OK) {
     absl::Status status = FromSqlite(rc, db, fmt::format("opening the SQLite database '{}'", path));
     sqlite3_close_v2(db);
@@ -115,7 +119,11 @@ absl::Status Connection::Configure(const std::string& path, const ConnectionSett
           path, mode));
     }
   }
-  return Exec(settings.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+  if (!settings.synchronous_full) return Exec("PRAGMA synchronous=NORMAL");
+  IDEM_RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));
+  // Each commit then syncs the WAL before it becomes visible: its frames can go out in one write.
+  CoalesceWalWrites(db_);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& path,
