@@ -117,6 +117,18 @@ OutcomeClassifier ClassifierFor(const Route& route) {
   return classifier;
 }
 
+OutcomeClass ClassifyOutcome(const Route& route, int status) {
+  // The same precedence as ClassifierFor's overrides: the later With wins.
+  auto listed = [status](const std::vector<int>& statuses) {
+    return std::find(statuses.begin(), statuses.end(), status) != statuses.end();
+  };
+  if (listed(route.transient_statuses)) return OutcomeClass::kTransient;
+  if (listed(route.final_statuses))
+    return status < 400 ? OutcomeClass::kCompleted : OutcomeClass::kFailedFinal;
+  if (status == 409) return OutcomeClass::kTransient;
+  return OutcomeClassifier().Classify(status);
+}
+
 absl::Status ValidateConfig(const GatewayConfig& config) {
   if (absl::Status s = ValidateSettings(config); !s.ok()) return s;
   for (size_t i = 0; i < config.routes.size(); ++i) {

@@ -85,6 +85,10 @@ const Route* FindRoute(const GatewayConfig& config, std::string_view method,
 // route's final and transient statuses.
 OutcomeClassifier ClassifierFor(const Route& route);
 
+// Returns ClassifierFor(route).Classify(status) without building the classifier (a map per
+// call), for the gateway's per-request path.
+OutcomeClass ClassifyOutcome(const Route& route, int status);
+
 // Returns OK when the settings can run, else InvalidArgument saying what to change: a missing
 // listen, upstream or store; upstream_timeout not shorter than lease; a non-positive duration or
 // size; a route without methods, a path prefix not starting with '/', a bad header name or JSON

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace idem::gateway {
 namespace {
 
@@ -63,6 +65,18 @@ TEST(ClassifierFor, DefaultsPlus409TransientThenRouteOverrides) {
   r.transient_statuses = {404};
   EXPECT_EQ(ClassifierFor(r).Classify(503), OutcomeClass::kFailedFinal);
   EXPECT_EQ(ClassifierFor(r).Classify(404), OutcomeClass::kTransient);
+}
+
+TEST(ClassifyOutcome, AgreesWithClassifierForOnEveryStatus) {
+  std::vector<Route> routes(4);
+  routes[1].final_statuses = {409, 503, 202};
+  routes[2].transient_statuses = {404, 201};
+  routes[3].final_statuses = {404, 500, 409};
+  routes[3].transient_statuses = {500, 200};  // in both lists: transient, as the later override
+  for (const Route& r : routes) {
+    const OutcomeClassifier classifier = ClassifierFor(r);
+    for (int s = 100; s <= 599; ++s) EXPECT_EQ(ClassifyOutcome(r, s), classifier.Classify(s)) << s;
+  }
 }
 
 TEST(ParseByteSize, AcceptsBinaryAndDecimalUnits) {

@@ -148,7 +148,7 @@ asio::awaitable<GuardedAnswer> Record(GatewayContext& ctx, const Route& route,
                                       const GuardedRequest& guarded, int64_t fence,
                                       absl::StatusOr<StoredResponse> upstream) {
   const std::optional<OutcomeClass> outcome =
-      upstream.ok() ? std::optional(ClassifierFor(route).Classify(upstream->status)) : std::nullopt;
+      upstream.ok() ? std::optional(ClassifyOutcome(route, upstream->status)) : std::nullopt;
   if (!outcome.has_value() || *outcome == OutcomeClass::kTransient) {
     KeyOp op{.kind = KeyOp::Kind::kRelease, .scope = guarded.scope, .fence = fence};
     KeyOpResult released = co_await AwaitKeyOp(ctx, std::move(op));
@@ -190,8 +190,7 @@ asio::awaitable<GuardedAnswer> Execute(GatewayContext& ctx, UpstreamPool& pool, 
   const uint64_t ticket = ctx.in_flight.HoldKey(
       guarded.scope, fence, LeaseEndOf(sent, claim.lease_until_ms, claim.now_ms));
   ctx.metrics.keys_in_flight.fetch_add(1, std::memory_order_relaxed);
-  request.set(std::string(retry::kDeadlineHeader),
-              retry::FormatDeadlineHeader(ctx.config.upstream_timeout));
+  request.set(retry::kDeadlineHeader, retry::FormatDeadlineHeader(ctx.config.upstream_timeout));
   const auto start = Steady::now();
   absl::StatusOr<StoredResponse> upstream =
       co_await ForwardWithinLease(ctx, pool, ticket, guarded.scope, std::move(request));
@@ -219,10 +218,13 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
   for (;;) {
     const auto sent = Steady::now();
     // GCC 12 miscompiles aggregate temporaries inside co_await expressions: name them first.
+    std::string owner;  // sized once: `a + "/" + b` grows its first temporary again
+    owner.reserve(ctx.owner.size() + 1 + request_id.size());
+    owner.append(ctx.owner).append("/").append(request_id);
     KeyOp op{.kind = KeyOp::Kind::kClaim,
              .scope = guarded.scope,
              .fingerprint = guarded.fingerprint,
-             .owner = ctx.owner + "/" + request_id,
+             .owner = std::move(owner),
              .lease = ctx.config.lease};
     KeyOpResult claim = co_await AwaitKeyOp(ctx, std::move(op));
     if (!claim.status.ok()) co_return StoreFailure(claim.status);
