@@ -57,6 +57,18 @@ StoredResponse RequestProblem(absl::Status status) {
 asio::awaitable<beast::error_code> ReadBody(hc::Stream& stream, beast::flat_buffer& buffer,
                                             http::request_parser<http::string_body>& parser,
                                             Millis timeout) {
+  stream.tcp().expires_never();
+  // Usually the body arrived with the header and is in `buffer` already: parsed from there, it
+  // needs no timer, no shared state for it and no read operation.
+  while (!parser.is_done() && buffer.size() > 0) {
+    beast::error_code ec;
+    const size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == http::error::need_more) break;
+    if (ec) co_return ec;
+    if (used == 0) break;
+  }
+  if (parser.is_done()) co_return beast::error_code{};
   struct State {
     bool fired = false;
     bool done = false;
@@ -69,7 +81,6 @@ asio::awaitable<beast::error_code> ReadBody(hc::Stream& stream, beast::flat_buff
     beast::error_code ignored;
     stream.tcp().socket().cancel(ignored);
   });
-  stream.tcp().expires_never();
   auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
   state->done = true;
   timer.cancel();

@@ -4,6 +4,7 @@
 // Over max_connections: new connections are closed at once, existing ones keep working.
 #include <chrono>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "gateway_fixture.h"
@@ -22,6 +23,12 @@ header_timeout = "1s"
 body_timeout = "1s"
 max_connections = 6
 )")});
+  }
+
+  static std::string Hex(size_t n) {
+    std::ostringstream out;
+    out << std::hex << n;
+    return out.str();
   }
 
   // The head of a guarded POST whose body is `length` bytes long.
@@ -91,6 +98,41 @@ TEST_F(SlowClientE2E, TruncatedBodyIsNeitherForwardedNorStored) {
   EXPECT_EQ(retry.status, 201);
   EXPECT_EQ(retry.HeaderCount("Idempotent-Replayed"), 0);
   EXPECT_EQ(Stat("calls"), 1);
+}
+
+TEST_F(SlowClientE2E, BodyArrivingAfterItsHeaderOrWithItIsForwardedWholeOnce) {
+  StartWithLimits();
+  {  // the header alone first: the body is read from the socket
+    RawConnection c(port_);
+    ASSERT_TRUE(c.Write(Head("later", kBody.size(), true)));
+    ASSERT_TRUE(c.Write(kBody.substr(0, 7)));
+    ASSERT_TRUE(c.Write(kBody.substr(7)));
+    const std::string answer = c.ReadUntilClosed(milliseconds(10000));
+    EXPECT_EQ(answer.rfind("HTTP/1.1 201", 0), 0u) << answer;
+  }
+  {  // header and body in one write: the body is already buffered with the header
+    RawConnection c(port_);
+    ASSERT_TRUE(c.Write(Head("at-once", kBody.size(), true) + kBody));
+    const std::string answer = c.ReadUntilClosed(milliseconds(10000));
+    EXPECT_EQ(answer.rfind("HTTP/1.1 201", 0), 0u) << answer;
+  }
+  EXPECT_EQ(Stat("calls"), 2);
+  EXPECT_EQ(Post("later").HeaderCount("Idempotent-Replayed"), 1);
+  EXPECT_EQ(Post("at-once").HeaderCount("Idempotent-Replayed"), 1);
+  EXPECT_EQ(Stat("calls"), 2);
+}
+
+TEST_F(SlowClientE2E, KeyRepeatedInAChunkedBodysTrailerIs400AndNothingIsForwarded) {
+  // The decision sees the trailer's fields too: a second key there is a key sent twice.
+  StartWithLimits();
+  RawConnection c(port_);
+  ASSERT_TRUE(c.Write(
+      "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: \"trailer\"\r\n"
+      "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+      Hex(kBody.size()) + "\r\n" + kBody + "\r\n0\r\nIdempotency-Key: \"other\"\r\n\r\n"));
+  const std::string answer = c.ReadUntilClosed(milliseconds(10000));
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;
+  EXPECT_EQ(Stat("calls"), 0);
 }
 
 TEST_F(SlowClientE2E, OverTheConnectionLimitNewConnectionsAreClosedExistingOnesServed) {
