@@ -59,12 +59,16 @@ void ReplayCache::Put(const Scope& scope, CachedOutcome outcome, int64_t expires
   const int64_t size = SizeOf(id, outcome);
   if (size > max_bytes_) return;
   auto node = std::make_shared<Node>(std::move(id), std::move(outcome), expires_ms, size);
+  // Each lookup in a large index is a walk through memory no cache holds: a new key costs one
+  // (its insert) and each eviction one (its extract), not two each.
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto found = index_.find(node->id); found != index_.end()) EraseLocked(found);
-  while (oldest_ != nullptr && bytes_ + size > max_bytes_) EraseLocked(index_.find(oldest_->id));
+  auto [it, inserted] = index_.try_emplace(node->id, node);
+  if (!inserted) {  // the key again: its entry goes first
+    EraseLocked(it);
+    index_.try_emplace(node->id, node);
+  }
+  while (oldest_ != nullptr && bytes_ + size > max_bytes_) EvictOldestLocked();
   LinkNewestLocked(*node);
-  const std::string_view view = node->id;
-  index_.emplace(view, std::move(node));
   bytes_ += size;
   metrics_.cache_bytes.store(bytes_, std::memory_order_relaxed);
 }
@@ -86,6 +90,16 @@ void ReplayCache::UnlinkLocked(Node& node) {
   (node.newer != nullptr ? node.newer->older : newest_) = node.older;
   (node.older != nullptr ? node.older->newer : oldest_) = node.newer;
   node.newer = node.older = nullptr;
+}
+
+void ReplayCache::EvictOldestLocked() {
+  Node& node = *oldest_;
+  bytes_ -= node.bytes;
+  UnlinkLocked(node);
+  // The extracted map node holds the last reference and is destroyed after the lookup by the
+  // view of the id it frees.
+  index_.extract(std::string_view(node.id));
+  metrics_.cache_bytes.store(bytes_, std::memory_order_relaxed);
 }
 
 void ReplayCache::EraseLocked(Index::iterator it) {

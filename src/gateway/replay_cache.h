@@ -71,6 +71,7 @@ class ReplayCache final {
   void LinkNewestLocked(Node& node);
   void UnlinkLocked(Node& node);
   void EraseLocked(Index::iterator it);
+  void EvictOldestLocked();  // REQUIRES: oldest_ != nullptr
 
   const int64_t max_bytes_;
   const Clock& clock_;
