@@ -5,12 +5,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <set>
 #include <utility>
 #include <sstream>
 #include <thread>
@@ -93,12 +97,34 @@ bool CanBind(int port) {
   return free;
 }
 
+// Claims `port` for this process among all test processes: an exclusive flock on a file named
+// after it, held until the process exits (the descriptor is never closed). false when this
+// process handed the port out already or another process holds it. Without it two tests running
+// at once could draw the same random port, both find it free, and one child fail to listen.
+bool ReservePort(int port) {
+  static std::mutex mu;
+  static std::set<int> handed_out;
+  std::lock_guard<std::mutex> lock(mu);
+  if (handed_out.count(port) != 0) return false;
+  const std::string dir = "/tmp/idem-test-ports";
+  (void)mkdir(dir.c_str(), 0777);  // exists already, or open() below says why not
+  const std::string path = dir + "/" + std::to_string(port);
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return true;  // no lock to take here: the bind check alone decides, as before
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return false;
+  }
+  handed_out.insert(port);
+  return true;
+}
+
 }  // namespace
 
 // A port from the kernel's ephemeral range could be handed to any outgoing connection between
 // this check and the child's bind; with many tests connecting at once that happened in CI (the
 // child: "cannot listen: Address already in use"). Ports outside the range are only ever taken
-// by a bind, so the only collision left is two tests drawing the same random port at once.
+// by a bind; ReservePort keeps two tests from drawing the same random port at once.
 int FreePort() {
   static std::mt19937 random(std::random_device{}() ^ static_cast<unsigned>(getpid()));
   const auto [low, high] = EphemeralPorts();
@@ -106,7 +132,7 @@ int FreePort() {
   std::uniform_int_distribution<int> pick(below ? 10000 : high + 1, below ? low - 1 : 65535);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     const int port = pick(random);
-    if (CanBind(port)) return port;
+    if (ReservePort(port) && CanBind(port)) return port;
   }
   return 0;  // nothing free: the child fails to listen, and the test says so
 }

@@ -35,7 +35,8 @@ class Child {
 };
 
 // A loopback TCP port nothing listens on right now, drawn outside the kernel's ephemeral port
-// range so that no outgoing connection takes it before the test binds it.
+// range so that no outgoing connection takes it before the test binds it. Never the same port
+// twice in one process, nor one another running test process holds (both until they exit).
 int FreePort();
 
 struct Response {
