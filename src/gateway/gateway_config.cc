@@ -106,19 +106,9 @@ const Route* FindRoute(const GatewayConfig& config, std::string_view method,
   return nullptr;
 }
 
-OutcomeClassifier ClassifierFor(const Route& route) {
-  OutcomeClassifier classifier = OutcomeClassifier().With(409, OutcomeClass::kTransient);
-  for (int status : route.final_statuses) {
-    classifier = classifier.With(
-        status, status < 400 ? OutcomeClass::kCompleted : OutcomeClass::kFailedFinal);
-  }
-  for (int status : route.transient_statuses)
-    classifier = classifier.With(status, OutcomeClass::kTransient);
-  return classifier;
-}
-
 OutcomeClass ClassifyOutcome(const Route& route, int status) {
-  // The same precedence as ClassifierFor's overrides: the later With wins.
+  // A transient listing wins over a final one; then 409 is transient; then the retry toolkit's
+  // default rules.
   auto listed = [status](const std::vector<int>& statuses) {
     return std::find(statuses.begin(), statuses.end(), status) != statuses.end();
   };

@@ -81,12 +81,10 @@ struct GatewayConfig {
 const Route* FindRoute(const GatewayConfig& config, std::string_view method,
                        std::string_view target);
 
-// Returns the classifier for a route's outcomes: the default rules, 409 transient, then the
-// route's final and transient statuses.
-OutcomeClassifier ClassifierFor(const Route& route);
-
-// Returns ClassifierFor(route).Classify(status) without building the classifier (a map per
-// call), for the gateway's per-request path.
+// Returns the class of an upstream `status` on `route`: the retry toolkit's default rules
+// (OutcomeClassifier), overridden by 409 transient, then by the route's final statuses, then by
+// its transient statuses (a status in both lists is transient). Builds no classifier: it runs
+// once per executed request.
 OutcomeClass ClassifyOutcome(const Route& route, int status);
 
 // Returns OK when the settings can run, else InvalidArgument saying what to change: a missing

@@ -55,26 +55,39 @@ TEST(FindRoute, FirstMatchingRouteWins) {
   EXPECT_EQ(FindRoute(c, "GET", "/a"), nullptr);
 }
 
-TEST(ClassifierFor, DefaultsPlus409TransientThenRouteOverrides) {
+TEST(ClassifyOutcome, DefaultsPlus409TransientThenRouteOverrides) {
   Route r;
-  EXPECT_EQ(ClassifierFor(r).Classify(201), OutcomeClass::kCompleted);
-  EXPECT_EQ(ClassifierFor(r).Classify(400), OutcomeClass::kFailedFinal);
+  EXPECT_EQ(ClassifyOutcome(r, 201), OutcomeClass::kCompleted);
+  EXPECT_EQ(ClassifyOutcome(r, 400), OutcomeClass::kFailedFinal);
   for (int s : {408, 409, 425, 429, 500, 503})
-    EXPECT_EQ(ClassifierFor(r).Classify(s), OutcomeClass::kTransient) << s;
+    EXPECT_EQ(ClassifyOutcome(r, s), OutcomeClass::kTransient) << s;
   r.final_statuses = {503};
   r.transient_statuses = {404};
-  EXPECT_EQ(ClassifierFor(r).Classify(503), OutcomeClass::kFailedFinal);
-  EXPECT_EQ(ClassifierFor(r).Classify(404), OutcomeClass::kTransient);
+  EXPECT_EQ(ClassifyOutcome(r, 503), OutcomeClass::kFailedFinal);
+  EXPECT_EQ(ClassifyOutcome(r, 404), OutcomeClass::kTransient);
 }
 
-TEST(ClassifyOutcome, AgreesWithClassifierForOnEveryStatus) {
+// The rules as overrides of the retry toolkit's classifier, each later With winning: what
+// ClassifyOutcome must give on every status.
+OutcomeClassifier OverridesOf(const Route& route) {
+  OutcomeClassifier classifier = OutcomeClassifier().With(409, OutcomeClass::kTransient);
+  for (int status : route.final_statuses) {
+    classifier = classifier.With(
+        status, status < 400 ? OutcomeClass::kCompleted : OutcomeClass::kFailedFinal);
+  }
+  for (int status : route.transient_statuses)
+    classifier = classifier.With(status, OutcomeClass::kTransient);
+  return classifier;
+}
+
+TEST(ClassifyOutcome, AgreesWithTheToolkitsClassifierWithTheRoutesOverridesOnEveryStatus) {
   std::vector<Route> routes(4);
   routes[1].final_statuses = {409, 503, 202};
   routes[2].transient_statuses = {404, 201};
   routes[3].final_statuses = {404, 500, 409};
   routes[3].transient_statuses = {500, 200};  // in both lists: transient, as the later override
   for (const Route& r : routes) {
-    const OutcomeClassifier classifier = ClassifierFor(r);
+    const OutcomeClassifier classifier = OverridesOf(r);
     for (int s = 100; s <= 599; ++s) EXPECT_EQ(ClassifyOutcome(r, s), classifier.Classify(s)) << s;
   }
 }
