@@ -28,6 +28,15 @@ std::unique_ptr<Connection> OpenOrDie(const std::string& path, bool synchronous_
   return conn.ok() ? *std::move(conn) : nullptr;
 }
 
+// OpenOrDie on a new database, with the table t of blobs the tests write; nullptr on failure.
+std::unique_ptr<Connection> OpenWithTable(const std::string& path, bool synchronous_full) {
+  std::unique_ptr<Connection> conn = OpenOrDie(path, synchronous_full);
+  if (conn == nullptr) return nullptr;
+  absl::Status created = conn->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)");
+  EXPECT_TRUE(created.ok()) << created;
+  return created.ok() ? std::move(conn) : nullptr;
+}
+
 // A connection through the default VFS, as another program would open the file.
 class PlainConnection {
  public:
@@ -49,6 +58,10 @@ class PlainConnection {
     return value;
   }
   int Exec(const char* sql) { return sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); }
+  // true when PRAGMA integrity_check answers its single "ok".
+  bool IntegrityOk() {
+    return Int("SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'") == 1;
+  }
 
  private:
   sqlite3* db_ = nullptr;
@@ -64,9 +77,8 @@ absl::Status InsertRows(Connection& conn, int rows) {
 
 TEST(WalCoalescingVfs, ACommitsFramesReachTheWalInOneWrite) {
   const std::string path = NewDbPath();
-  std::unique_ptr<Connection> conn = OpenOrDie(path, /*synchronous_full=*/true);
+  std::unique_ptr<Connection> conn = OpenWithTable(path, /*synchronous_full=*/true);
   ASSERT_NE(conn, nullptr);
-  ASSERT_TRUE(conn->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)").ok());
 
   const WalWriteCounts before = WalWriteCountsSoFar();
   ASSERT_TRUE(conn->Exec("BEGIN IMMEDIATE").ok());
@@ -81,9 +93,8 @@ TEST(WalCoalescingVfs, ACommitsFramesReachTheWalInOneWrite) {
 
 TEST(WalCoalescingVfs, NormalSynchronousWritesEachFrameThrough) {
   const std::string path = NewDbPath();
-  std::unique_ptr<Connection> conn = OpenOrDie(path, /*synchronous_full=*/false);
+  std::unique_ptr<Connection> conn = OpenWithTable(path, /*synchronous_full=*/false);
   ASSERT_NE(conn, nullptr);
-  ASSERT_TRUE(conn->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)").ok());
 
   const WalWriteCounts before = WalWriteCountsSoFar();
   ASSERT_TRUE(InsertRows(*conn, 5).ok());
@@ -96,9 +107,8 @@ TEST(WalCoalescingVfs, NormalSynchronousWritesEachFrameThrough) {
 
 TEST(WalCoalescingVfs, OtherConnectionsReadEveryCommitAcrossCheckpointsAndReopens) {
   const std::string path = NewDbPath();
-  std::unique_ptr<Connection> conn = OpenOrDie(path, /*synchronous_full=*/true);
+  std::unique_ptr<Connection> conn = OpenWithTable(path, /*synchronous_full=*/true);
   ASSERT_NE(conn, nullptr);
-  ASSERT_TRUE(conn->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)").ok());
   // A small WAL so that it restarts from its start many times during the test.
   ASSERT_TRUE(conn->Exec("PRAGMA wal_autocheckpoint=20").ok());
   PlainConnection reader(path);
@@ -117,17 +127,15 @@ TEST(WalCoalescingVfs, OtherConnectionsReadEveryCommitAcrossCheckpointsAndReopen
   conn.reset();
   PlainConnection reopened(path);
   EXPECT_EQ(reopened.Int("SELECT count(*) FROM t"), rows);
-  EXPECT_EQ(
-      reopened.Int("SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"), 1);
+  EXPECT_TRUE(reopened.IntegrityOk());
 }
 
 // A transaction larger than its page cache writes (spills) frames before its commit; rolled
 // back, those frames must not land on top of what another connection commits next.
 TEST(WalCoalescingVfs, RolledBackSpilledFramesNeverOverwriteALaterCommit) {
   const std::string path = NewDbPath();
-  std::unique_ptr<Connection> conn = OpenOrDie(path, /*synchronous_full=*/true);
+  std::unique_ptr<Connection> conn = OpenWithTable(path, /*synchronous_full=*/true);
   ASSERT_NE(conn, nullptr);
-  ASSERT_TRUE(conn->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)").ok());
   ASSERT_TRUE(conn->Exec("PRAGMA cache_size=10").ok());
   PlainConnection other(path);
 
@@ -140,8 +148,7 @@ TEST(WalCoalescingVfs, RolledBackSpilledFramesNeverOverwriteALaterCommit) {
   }
   conn.reset();
   EXPECT_EQ(other.Int("SELECT count(*) FROM t"), 5);
-  EXPECT_EQ(other.Int("SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"),
-            1);
+  EXPECT_TRUE(other.IntegrityOk());
 }
 
 // A file size limit makes the WAL's writes fail (EFBIG), as a full disk would.
@@ -167,9 +174,8 @@ class FileSizeLimit {
 
 TEST(WalCoalescingVfs, AFailedRunFailsItsCommitAndNothingOfItIsCommitted) {
   const std::string path = NewDbPath();
-  std::unique_ptr<Connection> conn = OpenOrDie(path, /*synchronous_full=*/true);
+  std::unique_ptr<Connection> conn = OpenWithTable(path, /*synchronous_full=*/true);
   ASSERT_NE(conn, nullptr);
-  ASSERT_TRUE(conn->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)").ok());
   ASSERT_TRUE(InsertRows(*conn, 1).ok());
   {
     // The WAL holds a few pages now; a commit of 50 more cannot fit under 200 KiB.
@@ -186,8 +192,7 @@ TEST(WalCoalescingVfs, AFailedRunFailsItsCommitAndNothingOfItIsCommitted) {
   conn.reset();
   PlainConnection reopened(path);
   EXPECT_EQ(reopened.Int("SELECT count(*) FROM t"), 3);
-  EXPECT_EQ(
-      reopened.Int("SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"), 1);
+  EXPECT_TRUE(reopened.IntegrityOk());
 }
 
 }  // namespace
