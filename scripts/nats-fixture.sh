@@ -15,6 +15,11 @@
 #                                                  and waits until it answers
 #   scripts/nats-fixture.sh pause-node STATE_DIR I  SIGSTOPs node I; resume-node sends SIGCONT
 #   scripts/nats-fixture.sh pid        STATE_DIR I  prints node I's process id
+#   scripts/nats-fixture.sh heal       STATE_DIR    resumes paused nodes, starts killed ones,
+#                                                  and waits until every node answers
+#
+# Ports are drawn below the ephemeral range and claimed for the fixture's whole life, across
+# kills and restarts (scripts/test-ports.sh): a stopped node's port is never handed to anyone else.
 #
 # Readiness is polled, never slept for: each node's /healthz (monitoring port) must answer 200,
 # which nats-server 2.9 does only once JetStream is up and, in a cluster, a meta leader is known.
@@ -29,7 +34,7 @@ cmd=${1:-}
 state=${2:-}
 usage() {
   echo "usage: $0 start STATE_DIR [1|3] | stop STATE_DIR |" \
-       "kill-node|start-node|pause-node|resume-node|pid STATE_DIR I" >&2
+       "kill-node|start-node|pause-node|resume-node|pid STATE_DIR I | heal STATE_DIR" >&2
   exit 2
 }
 if [[ -z "$cmd" || -z "$state" ]]; then usage; fi
@@ -51,14 +56,9 @@ log_tail() {
   fi
 }
 
-# free_port: prints a loopback port nobody listens on right now (a race remains: start retries).
-free_port() {
-  local port
-  while true; do
-    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-    if ! ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then echo "$port"; return; fi
-  done
-}
+# Ports: reserve_port and the holder of the claims (scripts/test-ports.sh).
+# shellcheck source=scripts/test-ports.sh
+source "$(dirname "${BASH_SOURCE[0]}")/test-ports.sh"
 
 # write_config ROOT I NODES: node I's configuration (ports from the arrays client/route/http).
 write_config() {
@@ -130,7 +130,9 @@ start() {
     root=$(mktemp -d "${TMPDIR:-/tmp}/idem-nats.XXXXXX")
     client=() route=() http=()
     for ((i = 1; i <= nodes; i++)); do
-      client[$i]=$(free_port); route[$i]=$(free_port); http[$i]=$(free_port)
+      reserve_port; client[$i]=$reserved_port
+      reserve_port; route[$i]=$reserved_port
+      reserve_port; http[$i]=$reserved_port
     done
     for ((i = 1; i <= nodes; i++)); do write_config "$root" "$i" "$nodes"; done
     for ((i = 1; i <= nodes; i++)); do launch "$root/n$i"; done
@@ -151,6 +153,7 @@ start() {
         echo "IDEM_NATS_NODES=$nodes"
         echo "IDEM_NATS_HTTP_PORTS=\"${http[*]}\""
       } >"$state/env"
+      hold_reserved_ports "$root/ports.holder"
       echo "nats-fixture: $("$server" --version) x$nodes: $(cat "$state/url"), data in $root"
       return 0
     fi
@@ -158,6 +161,7 @@ start() {
       if [[ -f "$root/n$i/launched.pid" ]]; then stop_pid "$(cat "$root/n$i/launched.pid")"; fi
     done
     # A port taken between the check and the bind: try other ports. Anything else is fatal.
+    release_unheld_ports
     if ! grep -qs "address already in use" "$root"/n*/server.log; then break; fi
     rm -rf "$root"
   done
@@ -209,8 +213,39 @@ stop() {
       stop_pid "$(cat "$dir/launched.pid")"
     fi
   done
+  release_reserved_ports "$IDEM_NATS_ROOT/ports.holder"
   rm -rf "$IDEM_NATS_ROOT"
   rm -f "$state/url" "$state/monitor" "$state/env"
+}
+
+# alive PID: the process exists and is not a zombie (a killed server whose parent, the script
+# that launched it, is gone waits for whoever reaps orphans here: in a container maybe nobody).
+alive() {
+  local pid=$1 stat
+  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != Z ]]
+}
+
+# heal: every node running and answering again: a paused node is resumed, a killed one started
+# (a test that failed half-way through a fault leaves the cluster as it was then; the next test
+# starts from a whole cluster instead of failing for the same reason).
+heal() {
+  local i dir pid ports
+  read -r -a ports <<<"$IDEM_NATS_HTTP_PORTS"
+  for ((i = 1; i <= IDEM_NATS_NODES; i++)); do
+    dir=$IDEM_NATS_ROOT/n$i
+    pid=$(cat "$dir/launched.pid")
+    kill -CONT "$pid" 2>/dev/null || true
+    if ! alive "$pid"; then
+      echo "nats-fixture: node $i was down: starting it" >&2
+      start_node "$i"
+    elif ! wait_ready "$dir" "${ports[$((i - 1))]}"; then
+      echo "nats-fixture: node $i runs but does not answer" >&2
+      log_tail "$dir/server.log"
+      exit 1
+    fi
+  done
 }
 
 case "$cmd" in
@@ -221,5 +256,6 @@ case "$cmd" in
   pause-node) load_state; kill -STOP "$(node_pid "${3:-}")" ;;
   resume-node) load_state; kill -CONT "$(node_pid "${3:-}")" ;;
   pid) load_state; node_pid "${3:-}" ;;
+  heal) load_state; heal ;;
   *) usage ;;
 esac

@@ -47,6 +47,11 @@ own() {
   if [[ $(id -u) -eq 0 ]]; then chown postgres: "$1"; fi
 }
 
+# The port: drawn below the ephemeral range and claimed for the server's whole life, across
+# restarts and pauses (scripts/test-ports.sh), so a paused server's port stays its own.
+# shellcheck source=scripts/test-ports.sh
+source "$(dirname "${BASH_SOURCE[0]}")/test-ports.sh"
+
 log_tail() {
   local log=$1
   if [[ -f "$log" ]]; then
@@ -80,8 +85,9 @@ EOF
   own "$data/pg_hba.conf"
   local port attempt
   for attempt in 1 2 3 4 5 6 7 8; do
-    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-    if ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then continue; fi
+    release_unheld_ports
+    reserve_port
+    port=$reserved_port
     cat >"$data/postgresql.auto.conf" <<EOF
 listen_addresses = '127.0.0.1'
 port = $port
@@ -105,6 +111,7 @@ IDEM_PG_DATA=$data
 IDEM_PG_BIN=$pg_bin
 IDEM_PG_PORT=$port
 EOF
+      hold_reserved_ports "$root/port.holder"
       echo "pg-fixture: PostgreSQL ($("$pg_bin/postgres" --version)) on 127.0.0.1:$port, data in $data"
       return 0
     fi
@@ -165,6 +172,7 @@ stop() {
       rc=1
     }
   fi
+  release_reserved_ports "$IDEM_PG_ROOT/port.holder"
   rm -rf "$IDEM_PG_ROOT"
   rm -f "$state/uri" "$state/env"
   exit $rc

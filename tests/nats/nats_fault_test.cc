@@ -52,8 +52,11 @@ class NatsTwoProcessFault : public ::testing::Test {
     ASSERT_EQ(nodes_.size(), 3u);
     bucket_ = natstest::FreshBucket("fault");
     uri_ = natstest::StoreUriOn(nodes_, "replicas=3&bucket=" + bucket_);
-    // The cluster may still be recovering from the test before: wait until it serves (opening
-    // the store creates the bucket).
+    // Every server up (a test before may have failed with some of them down), then wait until
+    // the cluster serves: it may still be recovering from the test before (opening the store
+    // creates the bucket).
+    Cluster("heal", 0);
+    if (HasFatalFailure()) return;
     absl::StatusOr<std::unique_ptr<Store>> store = absl::UnknownError("not opened");
     ASSERT_TRUE(natstest::Eventually(
         [&] {
@@ -72,6 +75,7 @@ class NatsTwoProcessFault : public ::testing::Test {
   }
 
   void TearDown() override {
+    if (run_ == nullptr) return;  // SetUp failed before the run existed: nothing ran
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started_);
     std::printf(

@@ -46,7 +46,9 @@ TEST(NatsPausedLeader, AWokenLeaderNeverRecordsTheOutcomeOfAKeyItsWorkerLost) {
   StoreOptions options;
   options.clock = &clock;
   options.lock_timeout = 3s;
-  // The cluster may still be recovering from the test before: wait until it serves.
+  // Every server up (a test before may have failed with some of them down), then wait until
+  // the cluster serves: it may still be recovering from the test before.
+  ASSERT_TRUE(natstest::RunFixture(natstest::Fixture::kCluster, "heal").ok());
   absl::StatusOr<std::unique_ptr<Store>> setup = absl::UnknownError("not opened");
   ASSERT_TRUE(natstest::Eventually(
       [&] {

@@ -19,7 +19,9 @@ TEST_F(NatsServeQuorumE2E, QuorumLostIs503NeverForwardedAndTheKeyRunsOnceItIsBac
       natstest::Fixture::kCluster, "replicas=3&bucket=" + natstest::FreshBucket("serve_quorum"));
   ASSERT_TRUE(uri.ok()) << uri.status();
   store_ = *uri;
-  // The cluster may still be recovering from the test before: wait until it serves.
+  // Every server up (a test before may have failed with some of them down), then wait until
+  // the cluster serves: it may still be recovering from the test before.
+  ASSERT_TRUE(natstest::RunFixture(natstest::Fixture::kCluster, "heal").ok());
   ASSERT_TRUE(
       natstest::Eventually([&] { return OpenStore(store_).ok(); }, std::chrono::seconds(60)));
   // A claim whose outcome the outage made unknown holds its key for the lease: 3 s here.

@@ -34,8 +34,9 @@ absl::StatusOr<std::string> ServerUrls(Fixture fixture) {
 }
 
 absl::Status RunFixture(Fixture fixture, std::string_view command, int node) {
-  const std::string line =
-      fmt::format("'{}' {} '{}' {}", IDEM_NATS_FIXTURE_SCRIPT, command, FixtureDir(fixture), node);
+  std::string line =
+      fmt::format("'{}' {} '{}'", IDEM_NATS_FIXTURE_SCRIPT, command, FixtureDir(fixture));
+  if (node > 0) line += fmt::format(" {}", node);
   if (std::system(line.c_str()) != 0) {
     return absl::InternalError(fmt::format("'{}' failed", line));
   }

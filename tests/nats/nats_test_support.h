@@ -31,9 +31,10 @@ std::string FixtureDir(Fixture fixture);
 // Errors: FailedPrecondition naming the missing file when the fixture did not start.
 absl::StatusOr<std::string> ServerUrls(Fixture fixture);
 
-// Runs scripts/nats-fixture.sh COMMAND DIR NODE (kill-node, start-node, pause-node, resume-node).
+// Runs scripts/nats-fixture.sh COMMAND DIR [NODE] (kill-node, start-node, pause-node, resume-node
+// with a node; heal without: every node of the fixture running and answering again).
 // Errors: Internal with the command when it fails.
-absl::Status RunFixture(Fixture fixture, std::string_view command, int node);
+absl::Status RunFixture(Fixture fixture, std::string_view command, int node = 0);
 
 // A connection and its JetStream context, closed on destruction.
 class JetStream {

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/port_claim.h"
 #include "idem/postgres_store.h"
 #include "idem/store.h"
 #include "pg_test_support.h"
@@ -44,6 +45,17 @@ class PostgresOpen : public ::testing::Test {
   std::string schema_;
   std::string uri_;
 };
+
+// The fixture's port is claimed for the server's life (scripts/test-ports.sh): while a test
+// restarts or pauses the server, no e2e test is handed that port.
+TEST_F(PostgresOpen, TheFixturesPortIsClaimedAgainstOtherTestProcesses) {
+  const size_t colon = server_.rfind(':');
+  const size_t slash = server_.rfind('/');
+  ASSERT_NE(colon, std::string::npos);
+  const int port = std::stoi(server_.substr(colon + 1, slash - colon - 1));
+  EXPECT_TRUE(testing::PortClaimedElsewhere(port)) << port;
+  EXPECT_FALSE(testing::PortClaimedElsewhere(1)) << "a port nobody claimed";
+}
 
 TEST_F(PostgresOpen, FreshSchemaIsMigratedToTheNewestVersion) {
   ASSERT_TRUE(OpenStore(uri_).ok());
