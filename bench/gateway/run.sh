@@ -4,6 +4,8 @@
 #   nginx          nginx proxy_pass with a keep-alive upstream (one hop: the limit for any gateway)
 #   idem-unique    idem serve, SQLite (synchronous=FULL), a fresh store, a new key per request
 #   idem-replay    idem serve, the same store, 100 keys stored beforehand: every request replays
+#   idem-proxy     idem serve, the same, requests without a key: streamed through unguarded (what
+#                  idem costs as a plain proxy: the floor under every guarded row)
 #   idem-pg-*      the same two on a private PostgreSQL server (scripts/pg-fixture.sh)
 #   nodeidem-*     Express + @node-idempotency/core + its Redis adapter, proxying to charges
 #   expressidem-*  Express + express-idempotency + express-idempotency-redis-adapter, proxying
@@ -224,6 +226,7 @@ if ! skipped idem; then
   start_idem "sqlite:$work/idem.db"
   store_replay_keys "$idem_url"
   measure idem-replay "$idem_url" replay 100
+  measure idem-proxy "$idem_url" none
   measure idem-unique "$idem_url" unique
   stop_pid "$idem_pid"
 fi
