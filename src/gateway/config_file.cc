@@ -175,6 +175,8 @@ absl::Status Reader::Top(const toml::table& table, GatewayConfig& config) const 
       s = Int(node, key, config.store_threads);
     else if (key == "max_connections")
       s = Int(node, key, config.max_connections);
+    else if (key == "max_requests_per_connection")
+      s = Int(node, key, config.max_requests_per_connection);
     else if (key == "header_timeout")
       s = Duration(node, key, config.header_timeout);
     else if (key == "body_timeout")

@@ -20,6 +20,7 @@ retention = "1h"
 max_body = "64KiB"
 require_key = true
 tenant_header = "X-Tenant"
+max_requests_per_connection = 500
 
 [[route]]
 methods = ["POST"]
@@ -43,6 +44,7 @@ key_pointer = "/id"
   EXPECT_EQ(c->max_body, 65536);
   EXPECT_TRUE(c->require_key);
   EXPECT_EQ(c->tenant_header, "X-Tenant");
+  EXPECT_EQ(c->max_requests_per_connection, 500);
   ASSERT_EQ(c->routes.size(), 2u);
   const Route& hook = c->routes[0];
   EXPECT_EQ(hook.methods, std::vector<std::string>{"POST"});

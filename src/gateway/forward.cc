@@ -198,10 +198,11 @@ asio::awaitable<bool> WriteResponse(hc::Stream& client, StoredResponse response,
 
 asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& client_buffer,
                                        http::request_parser<http::buffer_body>& parser,
-                                       UpstreamPool& pool, Millis idle_timeout) {
+                                       UpstreamPool& pool, Millis idle_timeout,
+                                       bool may_keep_alive) {
   const unsigned version = parser.get().version();
   const bool head = parser.get().method() == http::verb::head;
-  const bool client_keep_alive = parser.get().keep_alive();
+  const bool client_keep_alive = parser.get().keep_alive() && may_keep_alive;
   hc::AcquireResult connection = co_await pool.pool->AsyncAcquire(
       std::chrono::steady_clock::now() + idle_timeout, asio::use_awaitable);
   if (!connection.ok()) {

@@ -54,11 +54,13 @@ asio::awaitable<absl::StatusOr<StoredResponse>> ForwardBuffered(
 // Streams the request whose header `parser` has read from `client` to the upstream, then the
 // upstream's answer back to `client`; `idle_timeout` bounds each read and write. Answers 502 or
 // 504 (problem+json) itself when the upstream fails before its answer began. Returns true when the
-// client connection may carry another request.
+// client connection may carry another request; never when `may_keep_alive` is false (the gateway
+// closes the connection after this answer, which then says Connection: close).
 asio::awaitable<bool> RelayPassThrough(idem::http::Stream& client,
                                        beast::flat_buffer& client_buffer,
                                        http::request_parser<http::buffer_body>& parser,
-                                       UpstreamPool& pool, Millis idle_timeout);
+                                       UpstreamPool& pool, Millis idle_timeout,
+                                       bool may_keep_alive);
 
 // Whether a connection to the upstream can be made now (or an idle one is alive), within
 // `timeout`; the reason when not.

@@ -79,6 +79,8 @@ absl::Status ValidateSettings(const GatewayConfig& config) {
     return Bad(fmt::format("--tenant-header '{}' is not a header name", config.tenant_header));
   if (config.io_threads < 0 || config.store_threads < 1 || config.max_connections < 1)
     return Bad("io threads must be 0 or more, store threads and max connections 1 or more");
+  if (config.max_requests_per_connection < 1)
+    return Bad("max_requests_per_connection must be 1 or more");
   return absl::OkStatus();
 }
 

@@ -69,6 +69,8 @@ struct GatewayConfig {
   int io_threads = 0;         // 0: one per core
   int store_threads = 2;      // threads reading the store (gets); one more thread writes
   int max_connections = 10000;
+  // Requests one client connection may carry; the answer to the last says Connection: close.
+  int max_requests_per_connection = 10000;
   Millis header_timeout = 10s;  // to read a request's headers
   Millis body_timeout = 30s;    // to read a request's body
   Millis drain_timeout = 10s;   // SIGTERM: how long in-flight requests may still finish

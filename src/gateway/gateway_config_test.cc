@@ -26,6 +26,18 @@ TEST(ValidateConfig, UpstreamTimeoutNotShorterThanLeaseIsRefusedSayingWhy) {
   EXPECT_NE(s.message().find("twice"), std::string_view::npos);
 }
 
+TEST(ValidateConfig, AConnectionMustCarryAtLeastOneRequest) {
+  GatewayConfig c = Minimal();
+  c.max_requests_per_connection = 0;
+  absl::Status s = ValidateConfig(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("max_requests_per_connection must be 1 or more"),
+            std::string_view::npos)
+      << s;
+  c.max_requests_per_connection = 1;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+}
+
 TEST(ValidateConfig, MissingRequiredSettingsAreNamed) {
   GatewayConfig c = Minimal();
   c.store.clear();

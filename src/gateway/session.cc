@@ -87,6 +87,22 @@ asio::awaitable<beast::error_code> ReadBody(hc::Stream& stream, beast::flat_buff
   co_return state->fired ? beast::error_code(beast::error::timeout) : ec;
 }
 
+// Closes the sending side after a last answer and reads (and drops) what the client still sends
+// for a while, so that its unread data does not make the kernel reset the connection before the
+// client has read the answer. A coroutine of its own: its 16 KiB sink would otherwise be part of
+// every answer's coroutine frame, an allocation of its own on each request.
+asio::awaitable<void> Linger(hc::Stream& stream) {
+  beast::error_code ignored;
+  stream.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+  std::array<char, 16384> sink;
+  stream.tcp().expires_after(kLinger);
+  for (size_t drained = 0; drained < (8u << 20);) {
+    auto [ec, n] = co_await stream.async_read_some(asio::buffer(sink), kTuple);
+    if (ec) break;
+    drained += n;
+  }
+}
+
 struct Outcome {
   bool keep_alive = false;
   Decision decision = Decision::kInvalid;
@@ -94,14 +110,14 @@ struct Outcome {
 };
 
 // Reads the body of a guarded request, then claims, forwards and records it. `headers` are the
-// head's, as the head decision saw them.
+// head's, as the head decision saw them. Unless `may_keep_alive`, the answer closes the connection.
 asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, hc::Stream& stream,
                                        beast::flat_buffer& buffer,
                                        http::request_parser<http::empty_body>& head,
                                        std::vector<Header> headers, const Route& route,
-                                       const std::string& id) {
+                                       const std::string& id, bool may_keep_alive) {
   const unsigned version = head.get().version();
-  const bool keep_alive = head.get().keep_alive() && !ctx.draining;
+  const bool keep_alive = head.get().keep_alive() && may_keep_alive && !ctx.draining;
   // Worded only when it is the answer: a status with a formatted message is two allocations.
   const auto too_large = [&ctx] {
     return absl::ResourceExhaustedError(fmt::format(
@@ -151,11 +167,12 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
   co_return Outcome{keep, answer.decision, status};
 }
 
-// Handles one request whose header `head` holds; returns what happened.
+// Handles one request whose header `head` holds; returns what happened. Unless `may_keep_alive`
+// (the connection's last request), its answer says Connection: close.
 asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, hc::Stream& stream,
                                        beast::flat_buffer& buffer,
                                        http::request_parser<http::empty_body>& head,
-                                       const std::string& id) {
+                                       const std::string& id, bool may_keep_alive) {
   std::vector<Header> headers = HeadersOf(head.get().base());
   const RequestView view{
       .method = head.get().method_string(), .target = head.get().target(), .headers = &headers};
@@ -169,15 +186,17 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
     case HeadDecision::Kind::kPassThrough: {
       http::request_parser<http::buffer_body> relay(std::move(head));
       relay.body_limit(boost::none);
-      const bool keep =
-          co_await RelayPassThrough(stream, buffer, relay, pool, ctx.config.upstream_timeout);
-      co_return Outcome{keep && !ctx.draining, Decision::kPassThrough, 0};
+      const bool keep = co_await RelayPassThrough(stream, buffer, relay, pool,
+                                                  ctx.config.upstream_timeout,
+                                                  may_keep_alive && !ctx.draining);
+      if (!keep) co_await Linger(stream);
+      co_return Outcome{keep, Decision::kPassThrough, 0};
     }
     case HeadDecision::Kind::kGuard:
       break;
   }
   co_return co_await HandleGuarded(ctx, pool, stream, buffer, head, std::move(headers),
-                                   *decision.route, id);
+                                   *decision.route, id, may_keep_alive);
 }
 
 void LogRequest(const std::string& id, std::string_view method, std::string_view target,
@@ -185,22 +204,6 @@ void LogRequest(const std::string& id, std::string_view method, std::string_view
   spdlog::debug("{} {} {} -> {} {} in {:.1f} ms", id, method, target, outcome.status,
                 DecisionName(outcome.decision),
                 std::chrono::duration<double, std::milli>(took).count());
-}
-
-// Closes the sending side after a last answer and reads (and drops) what the client still sends
-// for a while, so that its unread data does not make the kernel reset the connection before the
-// client has read the answer. A coroutine of its own: its 16 KiB sink would otherwise be part of
-// every answer's coroutine frame, an allocation of its own on each request.
-asio::awaitable<void> Linger(hc::Stream& stream) {
-  beast::error_code ignored;
-  stream.tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
-  std::array<char, 16384> sink;
-  stream.tcp().expires_after(kLinger);
-  for (size_t drained = 0; drained < (8u << 20);) {
-    auto [ec, n] = co_await stream.async_read_some(asio::buffer(sink), kTuple);
-    if (ec) break;
-    drained += n;
-  }
 }
 
 }  // namespace
@@ -220,7 +223,7 @@ asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool, t
   socket.set_option(tcp::no_delay(true), ignored);
   hc::Stream stream(std::move(socket));
   beast::flat_buffer buffer;
-  for (int served = 0; served < kMaxRequestsPerConnection && !ctx.draining; ++served) {
+  for (int served = 0; !ctx.draining; ++served) {
     http::request_parser<http::empty_body> head;
     head.header_limit(kHeaderLimit);
     head.body_limit(boost::none);
@@ -247,7 +250,10 @@ asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool, t
       method = std::string(head.get().method_string());
       target = std::string(head.get().target());
     }
-    const Outcome outcome = co_await HandleRequest(ctx, pool, stream, buffer, head, id);
+    // The last request a connection may carry is answered with Connection: close: a client told
+    // so opens a new connection for its next request instead of sending it into a closed one.
+    const bool last = served + 1 >= ctx.config.max_requests_per_connection;
+    const Outcome outcome = co_await HandleRequest(ctx, pool, stream, buffer, head, id, !last);
     ctx.in_flight.EndRequest();
     ctx.metrics.Count(outcome.decision);
     ctx.metrics.request_seconds.Observe(SteadyClock::now() - start);

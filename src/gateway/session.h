@@ -12,9 +12,6 @@
 
 namespace idem::gateway {
 
-// Most requests one connection may carry; the answer to the last one closes it.
-inline constexpr int kMaxRequestsPerConnection = 10000;
-
 // Serves `socket` until the client closes it, a timeout passes, an error makes the connection
 // unusable, or the gateway drains.
 asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool, tcp::socket socket);
