@@ -163,38 +163,34 @@ TEST_F(SlowClientE2E, OverTheConnectionLimitNewConnectionsAreClosedExistingOnesS
 // wrk counted as socket errors at 50k replays a second, when the limit was reached unannounced).
 TEST_F(SlowClientE2E, AConnectionsLastRequestIsAnsweredWithConnectionCloseAndNothingBehindItRuns) {
   StartGateway({"--config", Config("max_requests_per_connection = 3\n")});
-  const auto count = [](const std::string& text, const std::string& what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
-  {  // guarded: four requests sent at once (pipelined), three answered
+  // Sends `requests` at once (pipelined) on one connection: three are answered with `status_line`,
+  // only the third with Connection: close, and then the gateway closes the connection.
+  const auto expect_three_answered_last_closes = [this](const std::string& requests,
+                                                        const std::string& status_line) {
+    const auto count = [](const std::string& text, const std::string& what) {
+      int n = 0;
+      for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+      return n;
+    };
     RawConnection c(port_);
-    std::string four;
-    for (int i = 0; i < 4; ++i) four += Head("piped-" + std::to_string(i), kBody.size()) + kBody;
-    ASSERT_TRUE(c.Write(four));
+    ASSERT_TRUE(c.Write(requests));
     const std::string answers = c.ReadUntilClosed(milliseconds(10000));
     EXPECT_TRUE(c.closed());
-    EXPECT_EQ(count(answers, "HTTP/1.1 201"), 3) << answers;
+    EXPECT_EQ(count(answers, status_line), 3) << answers;
     EXPECT_EQ(count(answers, "Connection: close"), 1) << answers;
-    EXPECT_GT(answers.find("Connection: close"), answers.rfind("HTTP/1.1 201")) << answers;
-  }
+    EXPECT_GT(answers.find("Connection: close"), answers.rfind(status_line)) << answers;
+  };
+  std::string guarded;
+  for (int i = 0; i < 4; ++i) guarded += Head("piped-" + std::to_string(i), kBody.size()) + kBody;
+  expect_three_answered_last_closes(guarded, "HTTP/1.1 201");
   EXPECT_EQ(Stat("calls"), 3) << "the request behind the last one was forwarded";
   const Response fourth = Post("piped-3");  // it never ran: it runs now, on a new connection
   EXPECT_EQ(fourth.status, 201) << fourth.body;
   EXPECT_EQ(fourth.HeaderCount("Idempotent-Replayed"), 0);
   EXPECT_EQ(Stat("calls"), 4);
-  {  // passed through (a GET is not guarded): the same
-    RawConnection c(port_);
-    std::string four;
-    for (int i = 0; i < 4; ++i) four += "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n";
-    ASSERT_TRUE(c.Write(four));
-    const std::string answers = c.ReadUntilClosed(milliseconds(10000));
-    EXPECT_TRUE(c.closed());
-    EXPECT_EQ(count(answers, "HTTP/1.1 200"), 3) << answers;
-    EXPECT_EQ(count(answers, "Connection: close"), 1) << answers;
-    EXPECT_GT(answers.find("Connection: close"), answers.rfind("HTTP/1.1 200")) << answers;
-  }
+  std::string passed_through;  // a GET is not guarded: relayed, and the same rule holds
+  for (int i = 0; i < 4; ++i) passed_through += "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n";
+  expect_three_answered_last_closes(passed_through, "HTTP/1.1 200");
 }
 
 }  // namespace
