@@ -51,6 +51,25 @@ StoredResponse RequestProblem(absl::Status status) {
   return ProblemResponse(ProblemFor(status, Origin::kRequest));
 }
 
+// Returns why the request's body length is ambiguous, OK when it is not. Where a front end and the
+// server behind it read a body's end differently, a client can hide a request in another's body
+// (request smuggling, RFC 9112 §6.1, §11.2). The parser already refuses a Content-Length beside
+// chunked and two different Content-Lengths, but takes a Transfer-Encoding whose last coding is not
+// one chunked (`gzip`, `chunked, gzip`, `chunked, chunked`) for "no body", where the upstream may
+// read one; and an HTTP/1.0 message's Transfer-Encoding cannot be trusted at all.
+absl::Status AmbiguousFraming(const http::request_parser<http::empty_body>& head) {
+  const http::request_header<>& h = head.get();
+  if (h.find(http::field::transfer_encoding) == h.end()) return absl::OkStatus();
+  if (h.version() < 11)
+    return absl::InvalidArgumentError(
+        "an HTTP/1.0 request cannot carry Transfer-Encoding; send its body with Content-Length");
+  if (!head.chunked())
+    return absl::InvalidArgumentError(
+        "the request's Transfer-Encoding does not end in a single chunked, so its body length is "
+        "ambiguous; send Content-Length or Transfer-Encoding: chunked");
+  return absl::OkStatus();
+}
+
 // Reads the body into `parser` within `timeout`. Returns the read's error, beast::error::timeout
 // when the body did not arrive in time. A timer cancels the read instead of the stream's own
 // timeout, which would close the socket: the client is still owed a 408.
@@ -176,7 +195,10 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
   std::vector<Header> headers = HeadersOf(head.get().base());
   const RequestView view{
       .method = head.get().method_string(), .target = head.get().target(), .headers = &headers};
-  const HeadDecision decision = DecideHead(ctx.config, view);
+  const absl::Status framing = AmbiguousFraming(head);
+  const HeadDecision decision =
+      framing.ok() ? DecideHead(ctx.config, view)
+                   : HeadDecision{.kind = HeadDecision::Kind::kReject, .error = framing};
   switch (decision.kind) {
     case HeadDecision::Kind::kReject: {
       StoredResponse r = RequestProblem(decision.error);
