@@ -70,6 +70,24 @@ absl::Status AmbiguousFraming(const http::request_parser<http::empty_body>& head
   return absl::OkStatus();
 }
 
+// Meets `Expect: 100-continue` (RFC 9110 §10.1.1): a client that sends it waits for a 100 before
+// sending the body (curl for a second, others until their own timeout), so it is answered once
+// the request is known to be read, unless the body is arriving already (or there is none, or the
+// client speaks HTTP/1.0, which has no 1xx). The expectation is met here, so it is not forwarded:
+// an upstream's own 100 would be relayed as its answer.
+asio::awaitable<void> MeetExpectContinue(hc::Stream& stream, const beast::flat_buffer& buffer,
+                                         http::request_parser<http::empty_body>& head,
+                                         Millis timeout) {
+  http::request_header<>& h = head.get();
+  const auto expect = h.find(http::field::expect);
+  if (expect == h.end() || !beast::iequals(expect->value(), "100-continue")) co_return;
+  h.erase(expect);
+  if (h.version() < 11 || head.is_done() || buffer.size() > 0) co_return;
+  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  stream.tcp().expires_after(timeout);
+  co_await asio::async_write(stream, asio::buffer(kContinue), kTuple);  // a failure: no body
+}
+
 // Reads the body into `parser` within `timeout`. Returns the read's error, beast::error::timeout
 // when the body did not arrive in time. A timer cancels the read instead of the stream's own
 // timeout, which would close the socket: the client is still owed a 408.
@@ -148,6 +166,7 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
     co_await Answer(stream, r, version, false, ctx.config.body_timeout);
     co_return Outcome{false, Decision::kInvalid, r.status};
   }
+  co_await MeetExpectContinue(stream, buffer, head, ctx.config.body_timeout);
   http::request_parser<http::string_body> parser(std::move(head));
   parser.body_limit(static_cast<uint64_t>(ctx.config.max_body));
   const beast::error_code ec = co_await ReadBody(stream, buffer, parser, ctx.config.body_timeout);
@@ -206,6 +225,7 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
       co_return Outcome{false, Decision::kInvalid, r.status};
     }
     case HeadDecision::Kind::kPassThrough: {
+      co_await MeetExpectContinue(stream, buffer, head, ctx.config.body_timeout);
       http::request_parser<http::buffer_body> relay(std::move(head));
       relay.body_limit(boost::none);
       const bool keep = co_await RelayPassThrough(stream, buffer, relay, pool,

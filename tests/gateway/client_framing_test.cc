@@ -1,6 +1,7 @@
 // End-to-end: how `idem serve` reads a client's HTTP/1.1 framing (docs/gateway.md "What happens to
 // a request"). A request whose body length two parsers could read differently (request smuggling)
-// is refused before anything is forwarded.
+// is refused before anything is forwarded; Expect: 100-continue is answered before the body is
+// sent.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -113,6 +114,37 @@ TEST_F(ClientFramingE2E, AmbiguousBodyLengthIs400AndNothingIsForwarded) {
                  "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + hidden);
   expect_refused("POST /charges HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + hidden);
   EXPECT_EQ(Stat("calls"), 0) << "a request was forwarded";
+}
+
+// curl sends Expect: 100-continue with a large body and waits for the 100 before sending it: the
+// gateway answers it at once, on both paths, so no client stalls.
+TEST_F(ClientFramingE2E, ExpectContinueIsAnsweredBeforeTheBodyIsSent) {
+  StartGateway();
+  for (const std::string key : {"continue", ""}) {
+    SCOPED_TRACE(key.empty() ? "passed through" : "guarded");
+    RawConnection c(port_);
+    ASSERT_TRUE(c.Write(PostHead(
+        key, Length(kBody.size()) + "Expect: 100-continue\r\nConnection: close\r\n")));
+    EXPECT_EQ(c.ReadUntil("\r\n\r\n", milliseconds(5000)), "HTTP/1.1 100 Continue\r\n\r\n");
+    ASSERT_TRUE(c.Write(kBody));
+    const std::string answer = c.ReadUntilClosed(milliseconds(10000));
+    EXPECT_EQ(answer.rfind("HTTP/1.1 201", 0), 0u) << answer;
+  }
+  EXPECT_EQ(Stat("calls"), 2);
+  EXPECT_EQ(Post("continue").HeaderCount("Idempotent-Replayed"), 1);
+}
+
+// A request refused from its header alone is answered without waiting for the body, and without a
+// 100 Continue first (the client need not send the body at all).
+TEST_F(ClientFramingE2E, ExpectContinueWithABodyOverMaxBodyIs413AtOnce) {
+  StartGateway({"--max-body", "1KiB"});
+  RawConnection c(port_);
+  ASSERT_TRUE(c.Write(PostHead("big", Length(4096) + "Expect: 100-continue\r\n")));
+  const std::string answer = c.ReadUntilClosed(milliseconds(5000));
+  EXPECT_TRUE(c.closed());
+  EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
+  EXPECT_NE(answer.find("application/problem+json"), std::string::npos) << answer;
+  EXPECT_EQ(Stat("calls"), 0);
 }
 
 }  // namespace

@@ -228,9 +228,14 @@ void RawConnection::ShutdownWrite() {
 }
 
 std::string RawConnection::ReadUntilClosed(std::chrono::milliseconds bound) {
+  return ReadUntil("", bound);
+}
+
+// An empty `text` is never found: reads until the peer closes the connection or `bound` passes.
+std::string RawConnection::ReadUntil(const std::string& text, std::chrono::milliseconds bound) {
   std::string out;
   const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (fd_ >= 0 && !closed_) {
+  while (fd_ >= 0 && !closed_ && (text.empty() || out.find(text) == std::string::npos)) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;

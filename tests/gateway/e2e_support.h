@@ -79,6 +79,9 @@ class RawConnection {
   // Reads until the peer closes the connection or `bound` passes; returns what arrived. Sets
   // closed() when the peer closed (or reset) it.
   std::string ReadUntilClosed(std::chrono::milliseconds bound);
+  // Reads until what arrived contains `text`, the peer closes the connection or `bound` passes;
+  // returns what arrived (bytes after `text` included, when they came with it).
+  std::string ReadUntil(const std::string& text, std::chrono::milliseconds bound);
   bool closed() const { return closed_; }
 
  private:
