@@ -1,10 +1,11 @@
 // End-to-end: how `idem serve` reads a client's HTTP/1.1 framing (docs/gateway.md "What happens to
 // a request"). A request whose body length two parsers could read differently (request smuggling)
 // is refused before anything is forwarded; Expect: 100-continue is answered before the body is
-// sent.
+// sent; HTTP/1.0 clients get answers they can frame; pipelined requests are answered in order.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -63,6 +64,11 @@ class E2E_SUITE(ClientFramingE2E) : public GatewayFixture {
            "Content-Type: application/json\r\n" + fields + "\r\n";
   }
   static std::string Length(size_t n) { return "Content-Length: " + std::to_string(n) + "\r\n"; }
+  static std::string Hex(size_t n) {
+    char out[20];
+    std::snprintf(out, sizeof out, "%zx", n);
+    return out;
+  }
 };
 #define ClientFramingE2E E2E_SUITE(ClientFramingE2E)
 
@@ -145,6 +151,79 @@ TEST_F(ClientFramingE2E, ExpectContinueWithABodyOverMaxBodyIs413AtOnce) {
   EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
   EXPECT_NE(answer.find("application/problem+json"), std::string::npos) << answer;
   EXPECT_EQ(Stat("calls"), 0);
+}
+
+// An HTTP/1.0 client frames an answer by its Content-Length or by the end of the connection, and
+// keeps a connection only when it asked to: the gateway never answers it chunked, closes after the
+// answer, and a replay to it carries the stored body.
+TEST_F(ClientFramingE2E, Http10ClientsGetLengthFramedAnswersAndTheConnectionClosed) {
+  StartGateway();
+  const auto exchange = [this](const std::string& request) {
+    RawConnection c(port_);
+    EXPECT_TRUE(c.Write(request));
+    std::string rest;
+    const std::vector<RawAnswer> answers = Answers(c.ReadUntilClosed(milliseconds(10000)), &rest);
+    EXPECT_TRUE(c.closed()) << "the connection was kept open";
+    EXPECT_EQ(answers.size(), 1u) << rest;
+    EXPECT_EQ(rest, "");
+    const RawAnswer a = answers.empty() ? RawAnswer{} : answers[0];
+    EXPECT_FALSE(a.Has("chunked")) << a.head;
+    EXPECT_FALSE(a.Has("keep-alive")) << a.head;
+    return a;
+  };
+  const std::string post = PostHead("old-client", Length(kBody.size()), "HTTP/1.0") + kBody;
+  const RawAnswer first = exchange(post);
+  EXPECT_EQ(first.head.substr(9, 3), "201") << first.head;
+  const RawAnswer replay = exchange(post);
+  EXPECT_EQ(replay.head.substr(9, 3), "201") << replay.head;
+  EXPECT_TRUE(replay.Has("\r\nidempotent-replayed: true")) << replay.head;
+  EXPECT_EQ(replay.body, first.body);
+  const RawAnswer stats = exchange("GET /stats HTTP/1.0\r\n\r\n");  // passed through
+  EXPECT_EQ(stats.head.substr(9, 3), "200") << stats.head;
+  EXPECT_EQ(JsonNumber(stats.body, "calls"), 1) << stats.body;
+  // Asked for, a connection is kept: each answer says so, but for the last one's.
+  RawConnection c(port_);
+  const std::string keep = "Connection: keep-alive\r\n";
+  ASSERT_TRUE(c.Write("GET /stats HTTP/1.0\r\n" + keep + "\r\n" +
+                      PostHead("old-client", keep + Length(kBody.size()), "HTTP/1.0") + kBody +
+                      "GET /stats HTTP/1.0\r\n\r\n"));
+  std::string rest;
+  const std::vector<RawAnswer> kept = Answers(c.ReadUntilClosed(milliseconds(10000)), &rest);
+  EXPECT_TRUE(c.closed());
+  ASSERT_EQ(kept.size(), 3u) << rest;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].Has("connection: keep-alive"), i < 2) << i << ": " << kept[i].head;
+    EXPECT_FALSE(kept[i].Has("chunked")) << i << ": " << kept[i].head;
+  }
+  EXPECT_TRUE(kept[1].Has("\r\nidempotent-replayed: true")) << kept[1].head;
+  EXPECT_EQ(kept[1].body, first.body);
+}
+
+// Pipelined requests, guarded and passed through, are each answered once and in the order sent:
+// each GET /stats counts the POSTs the upstream saw before it.
+TEST_F(ClientFramingE2E, PipelinedGuardedAndPassedThroughRequestsAreAnsweredInOrder) {
+  StartGateway();
+  const std::string chunked = "Transfer-Encoding: chunked\r\n";
+  const std::string chunks = "5\r\n" + kBody.substr(0, 5) + "\r\n" + Hex(kBody.size() - 5) +
+                             "\r\n" + kBody.substr(5) + "\r\n0\r\n\r\n";
+  const std::string stats = "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n";
+  RawConnection c(port_);
+  ASSERT_TRUE(c.Write(PostHead("piped", chunked) + chunks + stats + PostHead("", chunked) +
+                      chunks + PostHead("piped", Length(kBody.size())) + kBody +
+                      "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  std::string rest;
+  const std::vector<RawAnswer> answers = Answers(c.ReadUntilClosed(milliseconds(10000)), &rest);
+  EXPECT_TRUE(c.closed());
+  ASSERT_EQ(answers.size(), 5u) << rest;
+  EXPECT_EQ(rest, "");
+  const std::vector<std::string> statuses = {"201", "200", "201", "201", "200"};
+  for (size_t i = 0; i < answers.size(); ++i)
+    EXPECT_EQ(answers[i].head.substr(9, 3), statuses[i]) << i << ": " << answers[i].head;
+  EXPECT_EQ(JsonNumber(answers[1].body, "calls"), 1) << answers[1].body;
+  EXPECT_FALSE(answers[2].Has("idempotent-replayed")) << answers[2].head;
+  EXPECT_TRUE(answers[3].Has("\r\nidempotent-replayed: true")) << answers[3].head;
+  EXPECT_EQ(answers[3].body, answers[0].body);
+  EXPECT_EQ(JsonNumber(answers[4].body, "calls"), 2) << answers[4].body;
 }
 
 }  // namespace
