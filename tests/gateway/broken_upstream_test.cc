@@ -1,9 +1,20 @@
 // End-to-end: an upstream that closes mid-response or answers bytes that are not HTTP. The client
 // gets 502 application/problem+json, nothing is stored and the key is released: the retry runs.
+// And upstreams at the edges of HTTP/1.1 (ScriptedUpstream): interim 1xx answers, answers without
+// a body by rule, close-delimited bodies, idle keep-alive connections the upstream closes.
 #include "gateway_fixture.h"
+#include "scripted_upstream.h"
 
 namespace idem::e2e {
 namespace {
+
+using Reply = ScriptedUpstream::Reply;
+
+// The request target in a request head ("GET /x HTTP/1.1\r\n...").
+std::string TargetOf(const std::string& head) {
+  const size_t from = head.find(' ') + 1;
+  return head.substr(from, head.find(' ', from) - from);
+}
 
 class E2E_SUITE(BrokenUpstreamE2E) : public GatewayFixture {};
 #define BrokenUpstreamE2E E2E_SUITE(BrokenUpstreamE2E)
@@ -30,6 +41,106 @@ TEST_F(BrokenUpstreamE2E, UpstreamAnsweringGarbageIs502NotStoredKeyReleased) {
   // Unguarded requests meet the same upstream: 502 too, and the gateway keeps serving.
   ExpectProblem(Send(port_, "POST", "/charges", {{"X-Charges-Break", "garbage"}}, kBody), 502);
   EXPECT_EQ(Post("order-g").Header("Idempotent-Replayed"), "true");
+}
+
+// 204 and 304 have no body whatever their Content-Length says, nor has the answer to a HEAD: each
+// ends where its header ends, guarded or passed through, and the client's connection and the
+// upstream connection both carry the next request (no waiting for a body until a timeout).
+TEST_F(BrokenUpstreamE2E, AnswersWithoutABodyByRuleEndWithTheirHeaderAndKeepConnectionsUsable) {
+  ScriptedUpstream upstream([](const std::string& head) {
+    const std::string target = TargetOf(head);
+    if (target == "/no-content") return Reply{"HTTP/1.1 204 No Content\r\n\r\n"};
+    if (target == "/no-content-length")
+      return Reply{"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"};
+    if (target == "/not-modified")
+      return Reply{"HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nContent-Length: 42\r\n\r\n"};
+    if (target == "/not-modified-bare")
+      return Reply{"HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n"};
+    return Reply{"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n"};
+  });
+  StartGateway({}, upstream.Url());
+  KeepAliveClient client(port_);
+  auto guarded = [&](const std::string& key, const std::string& target) {
+    return client.Send("POST", target,
+                       {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, kBody);
+  };
+  const struct {
+    const char* what;
+    Response r;
+    int status;
+  } answers[] = {
+      {"guarded 204", guarded("order-204", "/no-content"), 204},
+      {"guarded 204 with Content-Length", guarded("order-204-cl", "/no-content-length"), 204},
+      {"guarded 304 with Content-Length", guarded("order-304", "/not-modified"), 304},
+      {"passed through 204", client.Send("GET", "/no-content"), 204},
+      {"passed through 304 with Content-Length", client.Send("GET", "/not-modified"), 304},
+      {"passed through 304", client.Send("GET", "/not-modified-bare"), 304},
+      {"passed through HEAD", client.Send("HEAD", "/file"), 200},
+      {"replayed 204", guarded("order-204", "/no-content"), 204},
+      {"replayed 304", guarded("order-304", "/not-modified"), 304},
+  };
+  for (const auto& a : answers) {
+    EXPECT_EQ(a.r.status, a.status) << a.what << ": " << a.r.error;
+    EXPECT_EQ(a.r.body, "") << a.what;
+  }
+  EXPECT_EQ(answers[6].r.Header("Content-Length"), "1000");
+  EXPECT_EQ(answers[4].r.Header("ETag"), "\"v1\"");
+  EXPECT_EQ(answers[8].r.Header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(upstream.requests(), 7);
+  EXPECT_EQ(upstream.connections(), 1) << "the upstream connection was not kept usable";
+}
+
+// An upstream closes a keep-alive connection that idled in idem's pool past its own keep-alive
+// timeout. The next request must not be lost to it: the pool peeks at an idle connection before
+// lending it out and sees the upstream's close (the FIN has long arrived), so the request goes
+// out on a fresh connection (and were the close to cross the request on the wire, the exchange
+// fails before any answer and is sent once more on a fresh connection: guarded requests carry
+// their Idempotency-Key, so the upstream can tell). Either way: no 502, the key is not lost.
+TEST_F(BrokenUpstreamE2E, AnUpstreamClosingIdleConnectionsLosesNoRequest) {
+  ScriptedUpstream upstream(
+      [](const std::string&) { return Reply{ScriptedUpstream::Answer("201 Created", "{}")}; },
+      std::chrono::milliseconds(100));
+  StartGateway({}, upstream.Url());
+  KeepAliveClient client(port_);  // one client connection: one io thread's pool
+  auto post = [&](const std::string& key) {
+    return client.Send("POST", "/charges",
+                       {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, kBody);
+  };
+  EXPECT_EQ(post("order-idle-1").status, 201);
+  ASSERT_TRUE(Eventually([&] { return upstream.idle_closes() == 1; }));
+  const Response second = post("order-idle-2");
+  EXPECT_EQ(second.status, 201) << second.body << second.error;
+  ASSERT_TRUE(Eventually([&] { return upstream.idle_closes() == 2; }));
+  const Response through = client.Send("GET", "/charges");
+  EXPECT_EQ(through.status, 201) << through.body << through.error;
+  EXPECT_EQ(upstream.requests(), 3);
+  EXPECT_EQ(upstream.connections(), 3);
+}
+
+// A header block over idem's limit (64 KiB), or a status line of another HTTP version: 502
+// upstream-bad-response, nothing stored, the key released (the retry runs), guarded or not.
+TEST_F(BrokenUpstreamE2E, AnOversizedHeaderOrANonHttp11StatusLineIs502NotStoredKeyReleased) {
+  ScriptedUpstream upstream([](const std::string& head) {
+    if (head.find("X-Answer: big") != std::string::npos)
+      return Reply{ScriptedUpstream::Answer("201 Created", "{}",
+                                            "X-Big: " + std::string(70 * 1024, 'b') + "\r\n")};
+    if (head.find("X-Answer: http2") != std::string::npos)
+      return Reply{"HTTP/2.0 201 Created\r\nContent-Length: 2\r\n\r\n{}"};
+    return Reply{ScriptedUpstream::Answer("201 Created", "{}")};
+  });
+  StartGateway({}, upstream.Url());
+  for (const char* answer : {"big", "http2"}) {
+    const std::string key = std::string("order-") + answer;
+    const Response bad = Post(key, kBody, {{"X-Answer", answer}});
+    ExpectProblem(bad, 502);
+    EXPECT_NE(bad.body.find("upstream-bad-response"), std::string::npos) << answer << bad.body;
+    EXPECT_EQ(Metric("idem_keys_in_flight"), 0);
+    const Response retry = Post(key);
+    EXPECT_EQ(retry.status, 201) << answer << retry.body;
+    EXPECT_EQ(retry.HeaderCount("Idempotent-Replayed"), 0);
+    ExpectProblem(Send(port_, "GET", "/charges", {{"X-Answer", answer}}), 502);
+  }
+  EXPECT_EQ(upstream.requests(), 6);
 }
 
 }  // namespace
