@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <iterator>
 #include <memory_resource>
+#include <optional>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference"
@@ -218,21 +219,29 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
   beast::error_code ec = co_await RelayBody(upstream, client, client_buffer, parser, idle_timeout);
   if (ec) co_return false;  // the client's body did not arrive whole: nothing to answer
   beast::flat_buffer upstream_buffer;
-  http::response_parser<http::buffer_body> response;
-  response.header_limit(kHeaderLimit);
-  response.body_limit(boost::none);
-  if (head) response.skip(true);
-  upstream.tcp().expires_after(idle_timeout);
-  auto [hec, hn] = co_await http::async_read_header(upstream, upstream_buffer, response, kTuple);
-  if (hec) {
-    const StoredResponse problem =
-        ProblemResponse(ProblemFor(RelayError(hec, pool.target, idle_timeout), Origin::kUpstream));
-    co_await WriteResponse(client, problem, false, version, idle_timeout);
-    co_return false;
+  // Interim answers (100 Continue, 103 Early Hints) are read past, as ForwardBuffered's exchange
+  // does: the client gets the final answer, never an interim one in its place.
+  std::optional<http::response_parser<http::buffer_body>> response;
+  for (int interim = 0;; ++interim) {
+    response.emplace();
+    response->header_limit(kHeaderLimit);
+    response->body_limit(boost::none);
+    if (head) response->skip(true);
+    upstream.tcp().expires_after(idle_timeout);
+    auto [hec, hn] = co_await http::async_read_header(upstream, upstream_buffer, *response, kTuple);
+    const bool interim_answer = !hec && response->get().result_int() / 100 == 1;
+    if (interim_answer && interim >= hc::Limits{}.max_interim) hec = http::error::bad_status;
+    if (hec) {
+      const StoredResponse problem = ProblemResponse(
+          ProblemFor(RelayError(hec, pool.target, idle_timeout), Origin::kUpstream));
+      co_await WriteResponse(client, problem, false, version, idle_timeout);
+      co_return false;
+    }
+    if (!interim_answer) break;
   }
-  const bool upstream_keep_alive = response.get().keep_alive();
-  response.get().keep_alive(client_keep_alive && upstream_keep_alive);
-  ec = co_await RelayBody(client, upstream, upstream_buffer, response, idle_timeout);
+  const bool upstream_keep_alive = response->get().keep_alive();
+  response->get().keep_alive(client_keep_alive && upstream_keep_alive);
+  ec = co_await RelayBody(client, upstream, upstream_buffer, *response, idle_timeout);
   if (ec) co_return false;
   upstream.tcp().expires_never();
   connection->Release(upstream_keep_alive && upstream_buffer.size() == 0);

@@ -43,6 +43,37 @@ TEST_F(BrokenUpstreamE2E, UpstreamAnsweringGarbageIs502NotStoredKeyReleased) {
   EXPECT_EQ(Post("order-g").Header("Idempotent-Replayed"), "true");
 }
 
+// Interim answers (100 Continue, 103 Early Hints) before the final one are consumed by idem: the
+// outcome stored and replayed is the final answer, and a passed-through request's client reads the
+// final answer first, its connection usable afterwards.
+TEST_F(BrokenUpstreamE2E, InterimAnswersAreConsumedOnlyTheFinalAnswerIsStoredAndRelayed) {
+  const std::string body = R"({"id":"ch_1"})";
+  ScriptedUpstream upstream([&](const std::string&) {
+    return Reply{
+        "HTTP/1.1 100 Continue\r\n\r\n"
+        "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" +
+        ScriptedUpstream::Answer("201 Created", body, "Content-Type: application/json\r\n")};
+  });
+  StartGateway({}, upstream.Url());
+  const Response first = Post("order-1xx");
+  EXPECT_EQ(first.status, 201) << first.body << first.error;
+  EXPECT_EQ(first.body, body);
+  const Response replay = Post("order-1xx");
+  EXPECT_EQ(replay.status, 201) << replay.body << replay.error;
+  EXPECT_EQ(replay.body, body);
+  EXPECT_EQ(replay.Header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(upstream.requests(), 1);
+  const Response through = Send(port_, "GET", "/charges/ch_1");  // reads the first answer only
+  EXPECT_EQ(through.status, 201) << through.body << through.error;
+  EXPECT_EQ(through.body, body);
+  KeepAliveClient client(port_);
+  for (int i = 0; i < 2; ++i) {
+    const Response r = client.Send("POST", "/charges", {}, kBody);
+    EXPECT_EQ(r.status, 201) << "request " << i << ": " << r.error;
+    EXPECT_EQ(r.body, body);
+  }
+}
+
 // 204 and 304 have no body whatever their Content-Length says, nor has the answer to a HEAD: each
 // ends where its header ends, guarded or passed through, and the client's connection and the
 // upstream connection both carry the next request (no waiting for a body until a timeout).
