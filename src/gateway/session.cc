@@ -70,6 +70,28 @@ absl::Status AmbiguousFraming(const http::request_parser<http::empty_body>& head
   return absl::OkStatus();
 }
 
+// Reads the request's target as its path (origin-form, "/path?query"); returns why it cannot.
+// Routes match paths and the upstream's path prefix is put before the target, so a target without
+// its leading "/" would pass by a route that requires a key or reach past the prefix ("/api" +
+// "-internal"). The absolute-form ("http://host/path"), which a server must accept (RFC 9112
+// §3.2.2), is rewritten to its path; OPTIONS's "*" is passed on; anything else is refused.
+absl::Status ToOriginForm(http::request_header<>& h) {
+  const std::string_view target = h.target();
+  if (target.starts_with('/') || (target == "*" && h.method() == http::verb::options))
+    return absl::OkStatus();
+  const size_t scheme = target.find("://");
+  if (scheme == std::string_view::npos || !(beast::iequals(target.substr(0, scheme), "http") ||
+                                            beast::iequals(target.substr(0, scheme), "https")))
+    return absl::InvalidArgumentError(
+        "the request target is not a path; send it as /path?query (or as http://host/path)");
+  const std::string_view rest = target.substr(scheme + 3);
+  const size_t path = rest.find_first_of("/?");
+  std::string origin = path == std::string_view::npos || rest[path] == '?' ? "/" : "";
+  if (path != std::string_view::npos) origin.append(rest.substr(path));
+  h.target(origin);
+  return absl::OkStatus();
+}
+
 // Meets `Expect: 100-continue` (RFC 9110 §10.1.1): a client that sends it waits for a 100 before
 // sending the body (curl for a second, others until their own timeout), so it is answered once
 // the request is known to be read, unless the body is arriving already (or there is none, or the
@@ -211,13 +233,14 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
                                        beast::flat_buffer& buffer,
                                        http::request_parser<http::empty_body>& head,
                                        const std::string& id, bool may_keep_alive) {
+  absl::Status unreadable = AmbiguousFraming(head);
+  if (unreadable.ok()) unreadable = ToOriginForm(head.get());
   std::vector<Header> headers = HeadersOf(head.get().base());
   const RequestView view{
       .method = head.get().method_string(), .target = head.get().target(), .headers = &headers};
-  const absl::Status framing = AmbiguousFraming(head);
   const HeadDecision decision =
-      framing.ok() ? DecideHead(ctx.config, view)
-                   : HeadDecision{.kind = HeadDecision::Kind::kReject, .error = framing};
+      unreadable.ok() ? DecideHead(ctx.config, view)
+                      : HeadDecision{.kind = HeadDecision::Kind::kReject, .error = unreadable};
   switch (decision.kind) {
     case HeadDecision::Kind::kReject: {
       StoredResponse r = RequestProblem(decision.error);

@@ -122,6 +122,41 @@ TEST_F(ClientFramingE2E, AmbiguousBodyLengthIs400AndNothingIsForwarded) {
   EXPECT_EQ(Stat("calls"), 0) << "a request was forwarded";
 }
 
+// Routes match a request's path, and the upstream's path prefix is put before it: a target that
+// is not a path would pass by a route that requires a key, or reach past the prefix ("/st" +
+// "ats"). The absolute-form (http://host/path) is read as its path; any other target is a 400
+// (but OPTIONS's "*").
+TEST_F(ClientFramingE2E, ARequestTargetIsReadAsItsPathOrRefused) {
+  StartGateway({"--config", Config("[[route]]\npath_prefix = \"/charges\"\nkey = \"required\"\n")},
+               Upstream() + "/st");
+  const auto status = [this](const std::string& request_line, const std::string& fields = "",
+                             const std::string& body = "") {
+    RawConnection c(port_);
+    EXPECT_TRUE(c.Write(request_line + "\r\nHost: x\r\nConnection: close\r\n" + fields +
+                        Length(body.size()) + "\r\n" + body));
+    const std::vector<RawAnswer> answers = Answers(c.ReadUntilClosed(milliseconds(10000)));
+    EXPECT_EQ(answers.size(), 1u) << request_line;
+    return answers.empty() ? std::string() : answers[0].head.substr(9, 3);
+  };
+  const std::string json = "Content-Type: application/json\r\n";
+  for (const std::string target : {"http://x/charges", "HTTPS://x:8/charges"}) {
+    SCOPED_TRACE(target);
+    EXPECT_EQ(status("POST " + target + " HTTP/1.1", json, kBody), "400");  // the route's key
+    EXPECT_EQ(status("POST " + target + " HTTP/1.1", json + "Idempotency-Key: absolute\r\n",
+                     kBody),
+              "201");
+  }
+  EXPECT_EQ(Stat("calls"), 1) << "the absolute-form targets were not read as /charges";
+  const Response replay = Post("absolute");  // the same request, in origin-form
+  EXPECT_EQ(replay.HeaderCount("Idempotent-Replayed"), 1) << replay.status << replay.body;
+  for (const std::string line : {"POST charges HTTP/1.1", "GET ats HTTP/1.1", "GET * HTTP/1.1",
+                                 "POST x:80 HTTP/1.1", "GET ftp://x/ats HTTP/1.1"}) {
+    EXPECT_EQ(status(line, json, kBody), "400") << line;
+  }
+  EXPECT_EQ(status("OPTIONS * HTTP/1.1"), "404");  // passed through; the upstream has no answer
+  EXPECT_EQ(Stat("calls"), 1);
+}
+
 // curl sends Expect: 100-continue with a large body and waits for the 100 before sending it: the
 // gateway answers it at once, on both paths, so no client stalls.
 TEST_F(ClientFramingE2E, ExpectContinueIsAnsweredBeforeTheBodyIsSent) {
