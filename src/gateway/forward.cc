@@ -239,13 +239,17 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
     }
     if (!interim_answer) break;
   }
-  const bool upstream_keep_alive = response->get().keep_alive();
-  response->get().keep_alive(client_keep_alive && upstream_keep_alive);
+  // Connection is hop by hop: the upstream's says whether the upstream connection may carry
+  // another request, not whether the client's may. The client's connection is kept as the client
+  // asked, but after a body that ends only where the upstream closes its connection (neither
+  // Content-Length nor chunked): closing the client's connection is what ends the body there.
+  const bool client_keeps = client_keep_alive && !response->need_eof();
+  response->get().keep_alive(client_keeps);
   ec = co_await RelayBody(client, upstream, upstream_buffer, *response, idle_timeout);
   if (ec) co_return false;
   upstream.tcp().expires_never();
-  connection->Release(upstream_keep_alive && upstream_buffer.size() == 0);
-  co_return client_keep_alive&& upstream_keep_alive;
+  connection->Release(response->keep_alive() && upstream_buffer.size() == 0);
+  co_return client_keeps;
 }
 
 }  // namespace idem::gateway

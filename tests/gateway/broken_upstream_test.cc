@@ -121,6 +121,34 @@ TEST_F(BrokenUpstreamE2E, AnswersWithoutABodyByRuleEndWithTheirHeaderAndKeepConn
   EXPECT_EQ(upstream.connections(), 1) << "the upstream connection was not kept usable";
 }
 
+// A body without Content-Length or chunked framing ends when the upstream closes the connection.
+// Guarded, it is stored whole and replayed byte for byte; passed through, the client gets all of it
+// and then the end of the connection (nothing else can tell it where the body ends), without
+// waiting for a timeout. The upstream's connection ends with the body, so it is never reused.
+TEST_F(BrokenUpstreamE2E, ACloseDelimitedAnswerIsStoredWholeAndRelayedWhole) {
+  std::string body;
+  for (int i = 0; body.size() < 100'000; ++i) body += "line " + std::to_string(i) + "\n";
+  ScriptedUpstream upstream([&](const std::string&) {
+    return Reply{"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n" + body, true};
+  });
+  StartGateway({}, upstream.Url());
+  const Response first = Post("order-eof");
+  EXPECT_EQ(first.status, 200) << first.error;
+  EXPECT_TRUE(first.body == body) << first.body.size() << " bytes of " << body.size();
+  const Response replay = Post("order-eof");
+  EXPECT_EQ(replay.status, 200) << replay.error;
+  EXPECT_TRUE(replay.body == body) << replay.body.size() << " bytes of " << body.size();
+  EXPECT_EQ(replay.Header("Idempotent-Replayed"), "true");
+  KeepAliveClient client(port_);
+  const Response through = client.Send("GET", "/report");
+  EXPECT_EQ(through.status, 200) << through.error;
+  EXPECT_TRUE(through.body == body) << through.body.size() << " bytes of " << body.size();
+  EXPECT_EQ(through.Header("Connection"), "close");
+  EXPECT_EQ(Send(port_, "GET", "/report").body.size(), body.size());
+  EXPECT_EQ(upstream.requests(), 3);
+  EXPECT_EQ(upstream.connections(), 3);
+}
+
 // An upstream closes a keep-alive connection that idled in idem's pool past its own keep-alive
 // timeout. The next request must not be lost to it: the pool peeks at an idle connection before
 // lending it out and sees the upstream's close (the FIN has long arrived), so the request goes
@@ -146,6 +174,28 @@ TEST_F(BrokenUpstreamE2E, AnUpstreamClosingIdleConnectionsLosesNoRequest) {
   EXPECT_EQ(through.status, 201) << through.body << through.error;
   EXPECT_EQ(upstream.requests(), 3);
   EXPECT_EQ(upstream.connections(), 3);
+}
+
+// An upstream that answers Connection: close every time: every request is served on a fresh
+// upstream connection, none gets 502, and the client's own connection is not closed for it
+// (Connection is hop by hop: it speaks of the upstream's connection only).
+TEST_F(BrokenUpstreamE2E, AnUpstreamClosingAfterEveryAnswerServesEveryRequest) {
+  ScriptedUpstream upstream([](const std::string&) {
+    return Reply{ScriptedUpstream::Answer("201 Created", "{}", "Connection: close\r\n"), true};
+  });
+  StartGateway({}, upstream.Url());
+  KeepAliveClient client(port_);
+  for (int i = 0; i < 3; ++i) {
+    const Response guarded = client.Send("POST", "/charges",
+                                         {{"Idempotency-Key", "order-close-" + std::to_string(i)},
+                                          {"Content-Type", "application/json"}},
+                                         kBody);
+    EXPECT_EQ(guarded.status, 201) << guarded.body << guarded.error;
+    const Response through = client.Send("GET", "/charges");
+    EXPECT_EQ(through.status, 201) << through.body << through.error;
+    EXPECT_EQ(through.HeaderCount("Connection"), 0) << through.Header("Connection");
+  }
+  EXPECT_EQ(upstream.requests(), 6);
 }
 
 // A header block over idem's limit (64 KiB), or a status line of another HTTP version: 502
