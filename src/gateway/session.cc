@@ -6,6 +6,8 @@
 #include <atomic>
 #include <iterator>
 #include <memory>
+#include <string>
+#include <vector>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference"
@@ -90,6 +92,38 @@ absl::Status ToOriginForm(http::request_header<>& h) {
   if (path != std::string_view::npos) origin.append(rest.substr(path));
   h.target(origin);
   return absl::OkStatus();
+}
+
+// Drops the client's hop-by-hop fields (RFC 9110 §7.6.1): they describe its connection to the
+// gateway, not the request, and an Upgrade forwarded could switch a pooled upstream connection to
+// another protocol. Connection keeps only close and keep-alive (the gateway reads them for the
+// client's connection and writes its own when forwarding); the fields it names go too, but the
+// body's framing and Host, which the gateway itself reads.
+void DropHopByHopFields(http::request_header<>& h) {
+  std::string kept;
+  std::vector<std::string> named;
+  for (auto [it, end] = h.equal_range(http::field::connection); it != end; ++it) {
+    for (const std::string_view token : http::token_list(it->value())) {
+      if (beast::iequals(token, "close") || beast::iequals(token, "keep-alive")) {
+        kept.append(kept.empty() ? "" : ", ").append(token);
+      } else {
+        named.emplace_back(token);
+      }
+    }
+  }
+  if (!named.empty()) {
+    for (const std::string& name : named) {
+      const http::field f = http::string_to_field(name);
+      if (f != http::field::content_length && f != http::field::transfer_encoding &&
+          f != http::field::host)
+        h.erase(name);
+    }
+    h.erase(http::field::connection);
+    if (!kept.empty()) h.set(http::field::connection, kept);
+  }
+  for (const http::field f : {http::field::keep_alive, http::field::te, http::field::upgrade,
+                              http::field::proxy_connection})
+    h.erase(f);
 }
 
 // Meets `Expect: 100-continue` (RFC 9110 §10.1.1): a client that sends it waits for a 100 before
@@ -235,6 +269,7 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
                                        const std::string& id, bool may_keep_alive) {
   absl::Status unreadable = AmbiguousFraming(head);
   if (unreadable.ok()) unreadable = ToOriginForm(head.get());
+  DropHopByHopFields(head.get());
   std::vector<Header> headers = HeadersOf(head.get().base());
   const RequestView view{
       .method = head.get().method_string(), .target = head.get().target(), .headers = &headers};

@@ -7,10 +7,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "gateway_fixture.h"
+#include "scripted_upstream.h"
 
 namespace idem::e2e {
 namespace {
@@ -21,13 +23,18 @@ using std::chrono::milliseconds;
 struct RawAnswer {
   std::string head;  // status line and header fields, without the blank line
   std::string body;
-  bool Has(const std::string& text) const {
-    std::string lower = head;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return lower.find(text) != std::string::npos;
-  }
+  bool Has(const std::string& text) const;
 };
+
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+bool RawAnswer::Has(const std::string& text) const {
+  return Lower(head).find(text) != std::string::npos;
+}
 
 // Splits `bytes` into the Content-Length-framed answers it holds; bytes that do not make a whole
 // answer (or one without Content-Length) end the list and are returned in `rest`.
@@ -38,9 +45,7 @@ std::vector<RawAnswer> Answers(const std::string& bytes, std::string* rest = nul
     const size_t end = bytes.find("\r\n\r\n", at);
     if (end == std::string::npos) break;
     RawAnswer a{.head = bytes.substr(at, end - at), .body = ""};
-    std::string lower = a.head;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string lower = Lower(a.head);
     const size_t field = lower.find("\r\ncontent-length:");
     if (field == std::string::npos) break;
     const size_t length = std::strtoul(lower.c_str() + field + 17, nullptr, 10);
@@ -155,6 +160,39 @@ TEST_F(ClientFramingE2E, ARequestTargetIsReadAsItsPathOrRefused) {
   }
   EXPECT_EQ(status("OPTIONS * HTTP/1.1"), "404");  // passed through; the upstream has no answer
   EXPECT_EQ(Stat("calls"), 1);
+}
+
+// The client's hop-by-hop fields describe its connection to the gateway, not the request (RFC 9110
+// §7.6.1): none reaches the upstream, guarded or passed through, nor the fields its Connection
+// names. An Upgrade forwarded could switch a pooled upstream connection to another protocol.
+TEST_F(ClientFramingE2E, TheClientsHopByHopFieldsAreNotForwarded) {
+  std::mutex mu;
+  std::vector<std::string> forwarded;
+  ScriptedUpstream upstream([&](const std::string& head) {
+    std::lock_guard lock(mu);
+    forwarded.push_back(Lower(head));
+    return ScriptedUpstream::Reply{ScriptedUpstream::Answer("201 Created", "{}")};
+  });
+  StartGateway({}, upstream.Url());
+  const std::string hop =
+      "Connection: X-Private, Upgrade, close\r\nX-Private: secret\r\nUpgrade: websocket\r\n"
+      "Keep-Alive: timeout=5\r\nTE: trailers\r\nProxy-Connection: keep-alive\r\n"
+      "X-Kept: yes\r\n";
+  for (const std::string key : {"hop", ""}) {
+    RawConnection c(port_);
+    ASSERT_TRUE(c.Write(PostHead(key, Length(kBody.size()) + hop) + kBody));
+    const std::string answer = c.ReadUntilClosed(milliseconds(10000));
+    EXPECT_EQ(answer.rfind("HTTP/1.1 201", 0), 0u) << answer;
+  }
+  std::lock_guard lock(mu);
+  ASSERT_EQ(forwarded.size(), 2u);
+  for (const std::string& head : forwarded) {
+    for (const char* field : {"x-private", "upgrade", "\r\nkeep-alive:", "\r\nte:", "proxy-"})
+      EXPECT_EQ(head.find(field), std::string::npos) << field << " in\n" << head;
+    EXPECT_NE(head.find("\r\nx-kept: yes"), std::string::npos) << head;
+    EXPECT_NE(head.find("\r\ncontent-length: " + std::to_string(kBody.size())), std::string::npos)
+        << head;
+  }
 }
 
 // curl sends Expect: 100-continue with a large body and waits for the 100 before sending it: the
