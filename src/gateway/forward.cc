@@ -230,7 +230,11 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
     upstream.tcp().expires_after(idle_timeout);
     auto [hec, hn] = co_await http::async_read_header(upstream, upstream_buffer, *response, kTuple);
     const bool interim_answer = !hec && response->get().result_int() / 100 == 1;
-    if (interim_answer && interim >= hc::Limits{}.max_interim) hec = http::error::bad_status;
+    // A 101 is no interim answer: what follows it is another protocol, which idem does not relay
+    // (a client's Upgrade is never forwarded). The interim answers are bounded.
+    if (interim_answer &&
+        (response->get().result_int() == 101 || interim >= hc::Limits{}.max_interim))
+      hec = http::error::bad_status;
     if (hec) {
       const StoredResponse problem = ProblemResponse(
           ProblemFor(RelayError(hec, pool.target, idle_timeout), Origin::kUpstream));

@@ -43,8 +43,8 @@ absl::Status InterpretExchangeError(const boost::system::error_code& ec, const L
   }
   if (ec == bhttp::error::bad_status) {
     return absl::DataLossError(fmt::format(
-        "the answer from {} is not valid HTTP/1.1: more than {} interim (1xx) answers or a "
-        "malformed status",
+        "the answer from {} is not valid HTTP/1.1: more than {} interim (1xx) answers, a "
+        "switch to another protocol (101) or a malformed status",
         origin, limits.max_interim));
   }
   if (ec.category() == bhttp::make_error_code(bhttp::error::bad_version).category()) {

@@ -1,6 +1,7 @@
 // One buffered HTTP/1.1 request and its answer.
 //   AsyncExchange: on a connected Stream, writes the request and reads the final response,
-//     reading past 1xx interim responses (100 Continue, 103 Early Hints), within size limits.
+//     reading past 1xx interim responses (100 Continue, 103 Early Hints), within size limits; a
+//     101 Switching Protocols is an error (bad_status).
 //   AsyncSend: the same through a ConnectionPool: acquires a connection by the deadline, runs the
 //     exchange, gives the connection back (kept alive when the exchange allows), and resends once
 //     on a fresh connection when a reused one turns out closed by the server before any byte of
@@ -132,7 +133,9 @@ class ExchangeOp {
       case Step::kRead:
         if (ec) return Complete(self, ec);
         if (st_->parser->get().result_int() / 100 != 1) return Complete(self, ec);
-        if (++st_->interim > st_->limits.max_interim) {
+        // 101 Switching Protocols is no interim answer: what follows it is another protocol,
+        // which this client does not speak.
+        if (st_->parser->get().result_int() == 101 || ++st_->interim > st_->limits.max_interim) {
           return Complete(self, boost::beast::http::error::bad_status);
         }
         return Read(self);  // an interim answer: the final one follows

@@ -81,6 +81,16 @@ TEST(HttpClient, EndlessInterimAnswersAreAMalformedAnswer) {
   EXPECT_EQ(r.response.status().code(), absl::StatusCode::kDataLoss);
 }
 
+// After a 101 the connection speaks another protocol: no HTTP answer follows to wait for.
+TEST(HttpClient, ASwitchOfProtocolsIsAMalformedAnswer) {
+  Fixture f([](const SeenRequest&) {
+    return ScriptedReply{
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"};
+  });
+  SendResult r = f.Send("/socket");
+  EXPECT_EQ(r.response.status().code(), absl::StatusCode::kDataLoss) << r.response.status();
+}
+
 TEST(HttpClient, TwoSequentialRequestsShareOneConnection) {
   Fixture f([](const SeenRequest&) { return ScriptedReply{Ok("ok")}; });
   SendResult a = f.Send("/a");

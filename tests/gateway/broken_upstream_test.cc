@@ -2,6 +2,8 @@
 // gets 502 application/problem+json, nothing is stored and the key is released: the retry runs.
 // And upstreams at the edges of HTTP/1.1 (ScriptedUpstream): interim 1xx answers, answers without
 // a body by rule, close-delimited bodies, idle keep-alive connections the upstream closes.
+#include <atomic>
+
 #include "gateway_fixture.h"
 #include "scripted_upstream.h"
 
@@ -196,6 +198,32 @@ TEST_F(BrokenUpstreamE2E, AnUpstreamClosingAfterEveryAnswerServesEveryRequest) {
     EXPECT_EQ(through.HeaderCount("Connection"), 0) << through.Header("Connection");
   }
   EXPECT_EQ(upstream.requests(), 6);
+}
+
+// An upstream that switches protocols (101; idem never forwards a client's Upgrade, so never
+// unasked) would speak another protocol after it, which idem does not relay: 502
+// upstream-bad-response at once, guarded (the key released) or passed through, never a 101
+// relayed nor a wait for an HTTP answer until the timeout.
+TEST_F(BrokenUpstreamE2E, AnUpstreamSwitchingProtocolsIs502AtOnce) {
+  std::atomic<int> switches{0};  // the first two requests: then the retry is answered
+  ScriptedUpstream upstream([&](const std::string&) {
+    if (++switches <= 2)
+      return Reply{
+          "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+          "\x81\x05hello"};
+    return Reply{ScriptedUpstream::Answer("201 Created", "{}")};
+  });
+  StartGateway({}, upstream.Url());
+  const Response through = Send(port_, "GET", "/switch");
+  ExpectProblem(through, 502);
+  EXPECT_NE(through.body.find("upstream-bad-response"), std::string::npos) << through.body;
+  const Response guarded = Post("order-switch", kBody, {}, "/switch");
+  ExpectProblem(guarded, 502);
+  EXPECT_NE(guarded.body.find("upstream-bad-response"), std::string::npos) << guarded.body;
+  EXPECT_EQ(Metric("idem_keys_in_flight"), 0);
+  const Response retry = Post("order-switch", kBody, {}, "/switch");
+  EXPECT_EQ(retry.status, 201) << retry.body;
+  EXPECT_EQ(retry.HeaderCount("Idempotent-Replayed"), 0);
 }
 
 // A header block over idem's limit (64 KiB), or a status line of another HTTP version: 502
