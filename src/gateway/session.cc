@@ -238,10 +238,13 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
   }
   if (ec) co_return Outcome{false, Decision::kInvalid, 0};  // truncated body: nothing to answer
   http::request<http::string_body> request = parser.release();
-  // The head's headers serve unless the body added trailer fields (chunked): then the decision
-  // sees every field, as it always did.
-  if (static_cast<size_t>(std::distance(request.begin(), request.end())) != headers.size())
+  // The head's headers serve unless the body added trailer fields (chunked): the parser puts them
+  // with the head's, so hop-by-hop ones among them are dropped too, and the decision sees every
+  // field, as it always did.
+  if (static_cast<size_t>(std::distance(request.begin(), request.end())) != headers.size()) {
+    DropHopByHopFields(request.base());
     headers = HeadersOf(request.base());
+  }
   const RequestView view{.method = request.method_string(),
                          .target = request.target(),
                          .headers = &headers,
