@@ -103,6 +103,7 @@ TEST_F(ClientFramingE2E, AmbiguousBodyLengthIs400AndNothingIsForwarded) {
       "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: smuggle\r\n",  // guarded
       "POST /charges HTTP/1.1\r\nHost: x\r\n",  // a keyless POST passes through
       "PUT /charges HTTP/1.1\r\nHost: x\r\n",
+      "GET /stats HTTP/1.1\r\nHost: x\r\n",
   };
   const auto expect_refused = [this](const std::string& request) {
     RawConnection c(port_);
