@@ -226,6 +226,41 @@ TEST_F(BrokenUpstreamE2E, AnUpstreamSwitchingProtocolsIs502AtOnce) {
   EXPECT_EQ(retry.HeaderCount("Idempotent-Replayed"), 0);
 }
 
+// Bytes an upstream sends past the end of an answer are never taken for the next request's
+// answer (the connection they came on is not reused), and an answer whose length is ambiguous
+// (Content-Length beside chunked, two different Content-Lengths) is a 502: either could make
+// idem and the client disagree where an answer ends.
+TEST_F(BrokenUpstreamE2E, AnAnswersExtraBytesAreNeverTheNextAnswerAndAmbiguousLengthIs502) {
+  ScriptedUpstream upstream([](const std::string& head) {
+    const std::string target = TargetOf(head);
+    if (target == "/extra")
+      return Reply{ScriptedUpstream::Answer("201 Created", "mine") +
+                   ScriptedUpstream::Answer("201 Created", "smuggled")};
+    if (target == "/te-and-length")
+      return Reply{
+          "HTTP/1.1 201 Created\r\nContent-Length: 8\r\nTransfer-Encoding: chunked\r\n\r\n"
+          "0\r\n\r\n"};
+    if (target == "/two-lengths")
+      return Reply{"HTTP/1.1 201 Created\r\nContent-Length: 2\r\nContent-Length: 4\r\n\r\nokok"};
+    return Reply{ScriptedUpstream::Answer("201 Created", target)};
+  });
+  StartGateway({}, upstream.Url());
+  KeepAliveClient client(port_);
+  auto guarded = [&](const std::string& key, const std::string& target) {
+    return client.Send("POST", target,
+                       {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, kBody);
+  };
+  EXPECT_EQ(guarded("order-extra", "/extra").body, "mine");
+  EXPECT_EQ(guarded("order-next", "/next").body, "/next");
+  EXPECT_EQ(client.Send("GET", "/extra").body, "mine");
+  EXPECT_EQ(client.Send("GET", "/next").body, "/next");
+  for (const char* target : {"/te-and-length", "/two-lengths"}) {
+    ExpectProblem(Post(std::string("order") + target, kBody, {}, target), 502);
+    ExpectProblem(Send(port_, "GET", target), 502);
+  }
+  EXPECT_EQ(Metric("idem_keys_in_flight"), 0);
+}
+
 // A header block over idem's limit (64 KiB), or a status line of another HTTP version: 502
 // upstream-bad-response, nothing stored, the key released (the retry runs), guarded or not.
 TEST_F(BrokenUpstreamE2E, AnOversizedHeaderOrANonHttp11StatusLineIs502NotStoredKeyReleased) {
