@@ -87,11 +87,13 @@ std::string Prefixed(const UpstreamTarget& target, std::string_view request_targ
 }
 
 // Reads into a buffer_body parser and writes through a serializer until the message is through.
+// On an error, `write_failed` says whether writing to `out` failed (else reading `in` did).
 template <bool isRequest>
 asio::awaitable<beast::error_code> RelayBody(hc::Stream& out, hc::Stream& in,
                                              beast::flat_buffer& in_buffer,
                                              http::parser<isRequest, http::buffer_body>& p,
-                                             Millis idle_timeout) {
+                                             Millis idle_timeout, bool& write_failed) {
+  write_failed = false;
   http::serializer<isRequest, http::buffer_body> sr{p.get()};
   std::array<char, 16384> buf;
   do {
@@ -113,6 +115,7 @@ asio::awaitable<beast::error_code> RelayBody(hc::Stream& out, hc::Stream& in,
     out.tcp().expires_after(idle_timeout);
     auto [ec, n] = co_await http::async_write(out, sr, kTuple);
     if (ec == http::error::need_buffer) ec = {};
+    write_failed = static_cast<bool>(ec);
     if (ec) co_return ec;
   } while (!p.is_done() || !sr.is_done());
   co_return beast::error_code{};
@@ -216,8 +219,14 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
   parser.get().target(Prefixed(pool.target, parser.get().target()));
   parser.get().set(http::field::host, pool.target.authority);
   parser.get().keep_alive(true);
-  beast::error_code ec = co_await RelayBody(upstream, client, client_buffer, parser, idle_timeout);
-  if (ec) co_return false;  // the client's body did not arrive whole: nothing to answer
+  bool upstream_stopped_reading = false;
+  beast::error_code ec = co_await RelayBody(upstream, client, client_buffer, parser, idle_timeout,
+                                            upstream_stopped_reading);
+  if (ec && !upstream_stopped_reading) co_return false;  // the client's body is cut short
+  // An upstream may answer before it has read the whole body (a 413 from the head alone) and
+  // close its connection: its answer is still read and relayed (or a 502 when none came), and
+  // the client's connection is closed after it, the rest of its body unread.
+  const bool client_keeps_connection = client_keep_alive && !upstream_stopped_reading;
   beast::flat_buffer upstream_buffer;
   // Interim answers (100 Continue, 103 Early Hints) are read past, as ForwardBuffered's exchange
   // does: the client gets the final answer, never an interim one in its place.
@@ -247,12 +256,15 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
   // another request, not whether the client's may. The client's connection is kept as the client
   // asked, but after a body that ends only where the upstream closes its connection (neither
   // Content-Length nor chunked): closing the client's connection is what ends the body there.
-  const bool client_keeps = client_keep_alive && !response->need_eof();
+  const bool client_keeps = client_keeps_connection && !response->need_eof();
   response->get().keep_alive(client_keeps);
-  ec = co_await RelayBody(client, upstream, upstream_buffer, *response, idle_timeout);
+  bool client_stopped_reading = false;
+  ec = co_await RelayBody(client, upstream, upstream_buffer, *response, idle_timeout,
+                          client_stopped_reading);
   if (ec) co_return false;
   upstream.tcp().expires_never();
-  connection->Release(response->keep_alive() && upstream_buffer.size() == 0);
+  connection->Release(response->keep_alive() && upstream_buffer.size() == 0 &&
+                      !upstream_stopped_reading);
   co_return client_keeps;
 }
 

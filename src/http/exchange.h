@@ -1,7 +1,8 @@
 // One buffered HTTP/1.1 request and its answer.
 //   AsyncExchange: on a connected Stream, writes the request and reads the final response,
 //     reading past 1xx interim responses (100 Continue, 103 Early Hints), within size limits; a
-//     101 Switching Protocols is an error (bad_status).
+//     101 Switching Protocols is an error (bad_status). A server that answers before reading
+//     the whole request and closes (a 413 from the head alone) has its answer read all the same.
 //   AsyncSend: the same through a ConnectionPool: acquires a connection by the deadline, runs the
 //     exchange, gives the connection back (kept alive when the exchange allows), and resends once
 //     on a fresh connection when a reused one turns out closed by the server before any byte of
@@ -127,6 +128,12 @@ class ExchangeOp {
         st_->step = Step::kWrite;
         return boost::beast::http::async_write(stream_, request_, std::move(self));
       case Step::kWrite:
+        if (ec == boost::asio::error::broken_pipe || ec == boost::asio::error::connection_reset) {
+          // The server stopped reading and closed: it may have answered before the whole
+          // request arrived (a 413 from the head alone). That answer is the outcome, if any.
+          st_->write_cut = true;
+          return Read(self);
+        }
         if (ec) return Complete(self, ec);
         st_->written = true;
         return Read(self);
@@ -150,6 +157,7 @@ class ExchangeOp {
     Step step = Step::kStart;
     int interim = 0;
     bool written = false;
+    bool write_cut = false;  // the server closed before the whole request was written
     boost::beast::flat_buffer buffer;
     std::optional<boost::beast::http::response_parser<boost::beast::http::string_body>> parser;
   };
@@ -171,8 +179,8 @@ class ExchangeOp {
     reply.answer_started =
         st_->interim > 0 || st_->buffer.size() > 0 || (st_->parser && st_->parser->got_some());
     if (!ec) {
-      reply.keep_alive =
-          st_->parser->keep_alive() && request_.keep_alive() && st_->buffer.size() == 0;
+      reply.keep_alive = st_->parser->keep_alive() && request_.keep_alive() &&
+                         st_->buffer.size() == 0 && !st_->write_cut;
       reply.response = st_->parser->release();
     }
     self.complete(ec, std::move(reply));

@@ -261,6 +261,35 @@ TEST_F(BrokenUpstreamE2E, AnAnswersExtraBytesAreNeverTheNextAnswerAndAmbiguousLe
   EXPECT_EQ(Metric("idem_keys_in_flight"), 0);
 }
 
+// An upstream that refuses a request from its head alone (413) and closes without reading the
+// body: idem, still sending the body, finds the connection closed, and reads the answer that
+// came before the close. Guarded, the 413 is the outcome (stored, replayed); passed through, the
+// client gets the 413 and its connection is closed (the rest of its body is not read). Bodies of
+// 8 MiB: more than the kernel's buffers take, so the write surely fails.
+TEST_F(BrokenUpstreamE2E, AnAnswerSentBeforeTheWholeBodyIsRelayed) {
+  ScriptedUpstream upstream([](const std::string& head) {
+    if (TargetOf(head) == "/too-big")
+      return Reply{.bytes = ScriptedUpstream::Answer("413 Content Too Large", "too big",
+                                                     "Connection: close\r\n"),
+                   .close = true,
+                   .before_body = true};
+    return Reply{.bytes = ScriptedUpstream::Answer("201 Created", "{}")};
+  });
+  StartGateway({"--max-body", "16MiB"}, upstream.Url());
+  const std::string big = "{\"pad\":\"" + std::string(8 << 20, 'x') + "\"}";
+  const Response guarded = Post("order-big-body", big, {}, "/too-big");
+  EXPECT_EQ(guarded.status, 413) << guarded.body << guarded.error;
+  EXPECT_EQ(guarded.body, "too big");
+  const Response replay = Post("order-big-body", big, {}, "/too-big");
+  EXPECT_EQ(replay.status, 413) << replay.body << replay.error;
+  EXPECT_EQ(replay.Header("Idempotent-Replayed"), "true");
+  const Response through = Send(port_, "PUT", "/too-big", {}, std::string(8 << 20, 'x'));
+  EXPECT_EQ(through.status, 413) << through.body << through.error;
+  EXPECT_EQ(through.Header("Connection"), "close");
+  EXPECT_EQ(Send(port_, "GET", "/next").status, 201);
+  EXPECT_EQ(upstream.requests(), 3);
+}
+
 // A header block over idem's limit (64 KiB), or a status line of another HTTP version: 502
 // upstream-bad-response, nothing stored, the key released (the retry runs), guarded or not.
 TEST_F(BrokenUpstreamE2E, AnOversizedHeaderOrANonHttp11StatusLineIs502NotStoredKeyReleased) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference"
@@ -95,17 +96,24 @@ void ScriptedUpstream::Serve(int fd) {
   std::string in;
   auto idle_since = std::chrono::steady_clock::now();
   bool answered = false;
+  std::optional<Reply> reply;  // the current request's, once its head is read
   while (!stop_) {
     const size_t end = in.find("\r\n\r\n");
-    if (end != std::string::npos && in.size() >= end + 4 + ContentLength(in.substr(0, end + 2))) {
+    if (end != std::string::npos) {
       const std::string head = in.substr(0, end + 2);
-      in.erase(0, end + 4 + ContentLength(head));
-      ++requests_;
-      const Reply reply = script_(head);
-      if (!WriteAll(fd, reply.bytes) || reply.close) break;
-      idle_since = std::chrono::steady_clock::now();
-      answered = true;
-      continue;
+      if (!reply) {
+        ++requests_;
+        reply = script_(head);
+      }
+      const size_t length = end + 4 + ContentLength(head);
+      if (reply->before_body || in.size() >= length) {
+        if (!WriteAll(fd, reply->bytes) || reply->close || reply->before_body) break;
+        in.erase(0, length);
+        reply.reset();
+        idle_since = std::chrono::steady_clock::now();
+        answered = true;
+        continue;
+      }
     }
     if (answered && in.empty() && idle_close_.count() > 0 &&
         std::chrono::steady_clock::now() - idle_since >= idle_close_) {

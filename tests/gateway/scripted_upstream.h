@@ -25,8 +25,12 @@ class ScriptedUpstream {
   struct Reply {
     std::string bytes;
     bool close = false;
+    // Written as soon as the head is read, without reading the body (then the connection is
+    // closed): an upstream refusing a request before its body, as with 413.
+    bool before_body = false;
   };
-  // Called with a request's start line and headers (its body is read and dropped).
+  // Called with a request's start line and headers once they are read (its body is read and
+  // dropped, but see Reply::before_body).
   using Script = std::function<Reply(const std::string& head)>;
 
   // Listens on a free loopback port. A connection left idle for `idle_close` after an answer is
