@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -72,25 +74,90 @@ absl::Status AmbiguousFraming(const http::request_parser<http::empty_body>& head
   return absl::OkStatus();
 }
 
-// Reads the request's target as its path (origin-form, "/path?query"); returns why it cannot.
-// Routes match paths and the upstream's path prefix is put before the target, so a target without
-// its leading "/" would pass by a route that requires a key or reach past the prefix ("/api" +
-// "-internal"). The absolute-form ("http://host/path"), which a server must accept (RFC 9112
-// §3.2.2), is rewritten to its path; OPTIONS's "*" is passed on; anything else is refused.
+// Returns `path` in the one spelling routes match: percent-encoded unreserved characters decoded
+// and dot segments removed (RFC 3986 §6.2.2.2, §5.2.4), which name the same resource. Otherwise
+// "/%63harges" or "/x/../charges" would pass by a route for "/charges" that an upstream
+// normalising its paths serves.
+std::string NormalPath(std::string_view path) {
+  const auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string decoded;
+  decoded.reserve(path.size());
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 2 < path.size() && hex(path[i + 1]) >= 0 &&
+        hex(path[i + 2]) >= 0) {
+      const char c = static_cast<char>(hex(path[i + 1]) * 16 + hex(path[i + 2]));
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
+          c == '~') {
+        decoded.push_back(c);
+        i += 2;
+        continue;
+      }
+    }
+    decoded.push_back(path[i]);
+  }
+  std::string out;
+  std::string_view in = decoded;
+  const auto drop_last_segment = [&out] { out.erase(std::min(out.size(), out.rfind('/'))); };
+  while (!in.empty()) {
+    if (in.starts_with("../")) {
+      in.remove_prefix(3);
+    } else if (in.starts_with("./") || in.starts_with("/./")) {
+      in.remove_prefix(2);
+    } else if (in == "/.") {
+      in = "/";
+    } else if (in.starts_with("/../")) {
+      in.remove_prefix(3);
+      drop_last_segment();
+    } else if (in == "/..") {
+      in = "/";
+      drop_last_segment();
+    } else if (in == "." || in == "..") {
+      in = {};
+    } else {
+      const size_t end = in.find('/', 1);
+      out.append(in.substr(0, end));
+      in.remove_prefix(std::min(end, in.size()));
+    }
+  }
+  return out.empty() ? "/" : out;
+}
+
+// Reads the request's target as its path (origin-form, "/path?query") in the spelling routes
+// match (NormalPath); returns why it cannot. Routes match paths and the upstream's path prefix is
+// put before the target, so a target without its leading "/" would pass by a route that requires
+// a key or reach past the prefix ("/api" + "-internal"). The absolute-form ("http://host/path"),
+// which a server must accept (RFC 9112 §3.2.2), is rewritten to its path; OPTIONS's "*" is passed
+// on; anything else is refused.
 absl::Status ToOriginForm(http::request_header<>& h) {
-  const std::string_view target = h.target();
-  if (target.starts_with('/') || (target == "*" && h.method() == http::verb::options))
+  std::string_view target = h.target();
+  if (target == "*" && h.method() == http::verb::options) return absl::OkStatus();
+  std::string origin;
+  if (!target.starts_with('/')) {
+    const size_t scheme = target.find("://");
+    if (scheme == std::string_view::npos || !(beast::iequals(target.substr(0, scheme), "http") ||
+                                              beast::iequals(target.substr(0, scheme), "https")))
+      return absl::InvalidArgumentError(
+          "the request target is not a path; send it as /path?query (or as http://host/path)");
+    const std::string_view rest = target.substr(scheme + 3);
+    const size_t path = rest.find_first_of("/?");
+    origin = path == std::string_view::npos || rest[path] == '?' ? "/" : "";
+    if (path != std::string_view::npos) origin.append(rest.substr(path));
+    target = origin;
+  }
+  const size_t query = target.find('?');
+  const std::string_view path = target.substr(0, query);
+  if (path.find('%') == std::string_view::npos && path.find("/.") == std::string_view::npos) {
+    if (!origin.empty()) h.target(origin);
     return absl::OkStatus();
-  const size_t scheme = target.find("://");
-  if (scheme == std::string_view::npos || !(beast::iequals(target.substr(0, scheme), "http") ||
-                                            beast::iequals(target.substr(0, scheme), "https")))
-    return absl::InvalidArgumentError(
-        "the request target is not a path; send it as /path?query (or as http://host/path)");
-  const std::string_view rest = target.substr(scheme + 3);
-  const size_t path = rest.find_first_of("/?");
-  std::string origin = path == std::string_view::npos || rest[path] == '?' ? "/" : "";
-  if (path != std::string_view::npos) origin.append(rest.substr(path));
-  h.target(origin);
+  }
+  std::string normal = NormalPath(path);
+  if (query != std::string_view::npos) normal.append(target.substr(query));
+  h.target(normal);
   return absl::OkStatus();
 }
 

@@ -163,6 +163,26 @@ TEST_F(ClientFramingE2E, ARequestTargetIsReadAsItsPathOrRefused) {
   EXPECT_EQ(Stat("calls"), 1);
 }
 
+// A path is matched, fingerprinted and forwarded in one spelling: percent-encoded unreserved
+// characters decoded, dot segments removed (RFC 3986 §6.2.2). "/%63harges" and "/x/../charges"
+// name /charges, which an upstream that normalises paths serves: a route for it guards them.
+TEST_F(ClientFramingE2E, APathIsMatchedInItsNormalSpelling) {
+  StartGateway({"--config", Config("[[route]]\npath_prefix = \"/charges\"\nkey = \"required\"\n")});
+  const Headers json = {{"Content-Type", "application/json"}};
+  for (const std::string target :
+       {"/%63harges", "/x/../charges", "/./charges", "/%2e%2E/charges", "/a/b/../../charges/./"}) {
+    const Response keyless = Send(port_, "POST", target, json, kBody);
+    EXPECT_EQ(keyless.status, 400) << target << " " << keyless.body;
+  }
+  EXPECT_EQ(Stat("calls"), 0);
+  EXPECT_EQ(Post("normal", kBody, {}, "/x/%2E%2E/charges").status, 201);
+  const Response replay = Post("normal");  // the same request, spelt plainly
+  EXPECT_EQ(replay.HeaderCount("Idempotent-Replayed"), 1) << replay.status << replay.body;
+  const Response stats = Send(port_, "GET", "/charges/../st%61ts");  // forwarded as /stats
+  EXPECT_EQ(stats.status, 200) << stats.body;
+  EXPECT_EQ(JsonNumber(stats.body, "calls"), 1) << stats.body;
+}
+
 // The client's hop-by-hop fields describe its connection to the gateway, not the request (RFC 9110
 // §7.6.1): none reaches the upstream, guarded or passed through, nor the fields its Connection
 // names. An Upgrade forwarded could switch a pooled upstream connection to another protocol.
