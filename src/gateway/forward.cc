@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <iterator>
 #include <memory_resource>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference"
@@ -42,6 +46,32 @@ bool HopByHop(http::field f) {
     default:
       return false;
   }
+}
+
+// The fields an upstream's Connection header names as its connection's own (RFC 9110 §7.6.1),
+// but close and keep-alive, which are options, not fields. Empty for nearly every answer.
+std::vector<std::string> ConnectionNamedFields(const http::fields& fields) {
+  std::vector<std::string> named;
+  for (auto [it, end] = fields.equal_range(http::field::connection); it != end; ++it) {
+    for (const std::string_view token : http::token_list(it->value())) {
+      if (!beast::iequals(token, "close") && !beast::iequals(token, "keep-alive"))
+        named.emplace_back(token);
+    }
+  }
+  return named;
+}
+
+// Drops a relayed answer's hop-by-hop fields: they speak of the upstream's connection to idem
+// (Keep-Alive: timeout=5), not of the client's. The body's framing stays (the answer is relayed
+// with it); Connection is written afresh for the client's connection.
+void DropHopByHopFields(http::fields& fields) {
+  for (const std::string& name : ConnectionNamedFields(fields)) {
+    const http::field f = http::string_to_field(name);
+    if (f != http::field::content_length && f != http::field::transfer_encoding) fields.erase(name);
+  }
+  for (const http::field f : {http::field::connection, http::field::keep_alive,
+                              http::field::upgrade, http::field::proxy_connection})
+    fields.erase(f);
 }
 
 namespace hc = ::idem::http;
@@ -126,8 +156,12 @@ asio::awaitable<beast::error_code> RelayBody(hc::Stream& out, hc::Stream& in,
 std::vector<Header> EndToEndHeaders(const http::fields& fields) {
   std::vector<Header> out;
   out.reserve(static_cast<size_t>(std::distance(fields.begin(), fields.end())));
+  const std::vector<std::string> named = ConnectionNamedFields(fields);
   for (const auto& f : fields) {
     if (HopByHop(f.name())) continue;
+    if (std::any_of(named.begin(), named.end(),
+                    [&](const std::string& n) { return beast::iequals(n, f.name_string()); }))
+      continue;
     out.push_back({std::string(f.name_string()), std::string(f.value())});
   }
   return out;
@@ -257,6 +291,7 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
   // asked, but after a body that ends only where the upstream closes its connection (neither
   // Content-Length nor chunked): closing the client's connection is what ends the body there.
   const bool client_keeps = client_keeps_connection && !response->need_eof();
+  DropHopByHopFields(response->get().base());
   response->get().keep_alive(client_keeps);
   bool client_stopped_reading = false;
   ec = co_await RelayBody(client, upstream, upstream_buffer, *response, idle_timeout,

@@ -290,6 +290,34 @@ TEST_F(BrokenUpstreamE2E, AnAnswerSentBeforeTheWholeBodyIsRelayed) {
   EXPECT_EQ(upstream.requests(), 3);
 }
 
+// The upstream's hop-by-hop fields (Connection and the fields it names, Keep-Alive) speak of its
+// connection to idem: they reach the client neither guarded, nor replayed, nor passed through,
+// and its end-to-end fields do. The client's connection carries on.
+TEST_F(BrokenUpstreamE2E, TheUpstreamsHopByHopFieldsAreNotRelayed) {
+  ScriptedUpstream upstream([](const std::string&) {
+    return Reply{.bytes = ScriptedUpstream::Answer(
+                     "201 Created", "{}",
+                     "Connection: X-Upstream-Private\r\nX-Upstream-Private: 1\r\n"
+                     "Keep-Alive: timeout=5, max=100\r\nX-Kept: yes\r\n")};
+  });
+  StartGateway({}, upstream.Url());
+  KeepAliveClient client(port_);
+  const Headers key = {{"Idempotency-Key", "order-hop"}, {"Content-Type", "application/json"}};
+  const Response answers[] = {client.Send("POST", "/charges", key, kBody),
+                              client.Send("POST", "/charges", key, kBody),
+                              client.Send("GET", "/charges"), client.Send("GET", "/charges")};
+  for (const Response& r : answers) {
+    EXPECT_EQ(r.status, 201) << r.error;
+    if (&r != &answers[1]) {  // a replay carries fewer fields (Content-Type, Location, ...)
+      EXPECT_EQ(r.Header("X-Kept"), "yes");
+    }
+    EXPECT_EQ(r.HeaderCount("X-Upstream-Private"), 0);
+    EXPECT_EQ(r.HeaderCount("Keep-Alive"), 0);
+    EXPECT_EQ(r.HeaderCount("Connection"), 0) << r.Header("Connection");
+  }
+  EXPECT_EQ(answers[1].Header("Idempotent-Replayed"), "true");
+}
+
 // A header block over idem's limit (64 KiB), or a status line of another HTTP version: 502
 // upstream-bad-response, nothing stored, the key released (the retry runs), guarded or not.
 TEST_F(BrokenUpstreamE2E, AnOversizedHeaderOrANonHttp11StatusLineIs502NotStoredKeyReleased) {
