@@ -20,6 +20,8 @@ constexpr Entry kTable[] = {
     {Origin::kRequest, C::kInvalidArgument, 400, "invalid-request", "Invalid request", 0},
     {Origin::kRequest, C::kResourceExhausted, 413, "body-too-large", "Request body too large", 0},
     {Origin::kRequest, C::kDeadlineExceeded, 408, "request-timeout", "Request too slow", 0},
+    {Origin::kRequest, C::kUnimplemented, 501, "transfer-coding-unsupported",
+     "Transfer coding not supported", 0},
     {Origin::kStore, C::kInvalidArgument, 400, "invalid-request", "Invalid request", 0},
     {Origin::kStore, C::kFailedPrecondition, 422, "key-reused",
      "Idempotency key reused with another request", 0},

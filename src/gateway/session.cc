@@ -21,6 +21,7 @@
 #include "gateway/guarded_call.h"
 #include "gateway/problem_json.h"
 #include "gateway/request_decision.h"
+#include "gateway/request_head.h"
 
 namespace idem::gateway {
 namespace {
@@ -53,144 +54,6 @@ std::string RequestId(const http::fields& fields) {
 
 StoredResponse RequestProblem(absl::Status status) {
   return ProblemResponse(ProblemFor(status, Origin::kRequest));
-}
-
-// Returns why the request's body length is ambiguous, OK when it is not. Where a front end and the
-// server behind it read a body's end differently, a client can hide a request in another's body
-// (request smuggling, RFC 9112 §6.1, §11.2). The parser already refuses a Content-Length beside
-// chunked and two different Content-Lengths, but takes a Transfer-Encoding whose last coding is not
-// one chunked (`gzip`, `chunked, gzip`, `chunked, chunked`) for "no body", where the upstream may
-// read one; and an HTTP/1.0 message's Transfer-Encoding cannot be trusted at all.
-absl::Status AmbiguousFraming(const http::request_parser<http::empty_body>& head) {
-  const http::request_header<>& h = head.get();
-  if (h.find(http::field::transfer_encoding) == h.end()) return absl::OkStatus();
-  if (h.version() < 11)
-    return absl::InvalidArgumentError(
-        "an HTTP/1.0 request cannot carry Transfer-Encoding; send its body with Content-Length");
-  if (!head.chunked())
-    return absl::InvalidArgumentError(
-        "the request's Transfer-Encoding does not end in a single chunked, so its body length is "
-        "ambiguous; send Content-Length or Transfer-Encoding: chunked");
-  return absl::OkStatus();
-}
-
-// Returns `path` in the one spelling routes match: percent-encoded unreserved characters decoded
-// and dot segments removed (RFC 3986 §6.2.2.2, §5.2.4), which name the same resource. Otherwise
-// "/%63harges" or "/x/../charges" would pass by a route for "/charges" that an upstream
-// normalising its paths serves.
-std::string NormalPath(std::string_view path) {
-  const auto hex = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string decoded;
-  decoded.reserve(path.size());
-  for (size_t i = 0; i < path.size(); ++i) {
-    if (path[i] == '%' && i + 2 < path.size() && hex(path[i + 1]) >= 0 &&
-        hex(path[i + 2]) >= 0) {
-      const char c = static_cast<char>(hex(path[i + 1]) * 16 + hex(path[i + 2]));
-      if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
-          c == '~') {
-        decoded.push_back(c);
-        i += 2;
-        continue;
-      }
-    }
-    decoded.push_back(path[i]);
-  }
-  std::string out;
-  std::string_view in = decoded;
-  const auto drop_last_segment = [&out] { out.erase(std::min(out.size(), out.rfind('/'))); };
-  while (!in.empty()) {
-    if (in.starts_with("../")) {
-      in.remove_prefix(3);
-    } else if (in.starts_with("./") || in.starts_with("/./")) {
-      in.remove_prefix(2);
-    } else if (in == "/.") {
-      in = "/";
-    } else if (in.starts_with("/../")) {
-      in.remove_prefix(3);
-      drop_last_segment();
-    } else if (in == "/..") {
-      in = "/";
-      drop_last_segment();
-    } else if (in == "." || in == "..") {
-      in = {};
-    } else {
-      const size_t end = in.find('/', 1);
-      out.append(in.substr(0, end));
-      in.remove_prefix(std::min(end, in.size()));
-    }
-  }
-  return out.empty() ? "/" : out;
-}
-
-// Reads the request's target as its path (origin-form, "/path?query") in the spelling routes
-// match (NormalPath); returns why it cannot. Routes match paths and the upstream's path prefix is
-// put before the target, so a target without its leading "/" would pass by a route that requires
-// a key or reach past the prefix ("/api" + "-internal"). The absolute-form ("http://host/path"),
-// which a server must accept (RFC 9112 §3.2.2), is rewritten to its path; OPTIONS's "*" is passed
-// on; anything else is refused.
-absl::Status ToOriginForm(http::request_header<>& h) {
-  std::string_view target = h.target();
-  if (target == "*" && h.method() == http::verb::options) return absl::OkStatus();
-  std::string origin;
-  if (!target.starts_with('/')) {
-    const size_t scheme = target.find("://");
-    if (scheme == std::string_view::npos || !(beast::iequals(target.substr(0, scheme), "http") ||
-                                              beast::iequals(target.substr(0, scheme), "https")))
-      return absl::InvalidArgumentError(
-          "the request target is not a path; send it as /path?query (or as http://host/path)");
-    const std::string_view rest = target.substr(scheme + 3);
-    const size_t path = rest.find_first_of("/?");
-    origin = path == std::string_view::npos || rest[path] == '?' ? "/" : "";
-    if (path != std::string_view::npos) origin.append(rest.substr(path));
-    target = origin;
-  }
-  const size_t query = target.find('?');
-  const std::string_view path = target.substr(0, query);
-  if (path.find('%') == std::string_view::npos && path.find("/.") == std::string_view::npos) {
-    if (!origin.empty()) h.target(origin);
-    return absl::OkStatus();
-  }
-  std::string normal = NormalPath(path);
-  if (query != std::string_view::npos) normal.append(target.substr(query));
-  h.target(normal);
-  return absl::OkStatus();
-}
-
-// Drops the client's hop-by-hop fields (RFC 9110 §7.6.1): they describe its connection to the
-// gateway, not the request, and an Upgrade forwarded could switch a pooled upstream connection to
-// another protocol. Connection keeps only close and keep-alive (the gateway reads them for the
-// client's connection and writes its own when forwarding); the fields it names go too, but the
-// body's framing and Host, which the gateway itself reads.
-void DropHopByHopFields(http::request_header<>& h) {
-  std::string kept;
-  std::vector<std::string> named;
-  for (auto [it, end] = h.equal_range(http::field::connection); it != end; ++it) {
-    for (const std::string_view token : http::token_list(it->value())) {
-      if (beast::iequals(token, "close") || beast::iequals(token, "keep-alive")) {
-        kept.append(kept.empty() ? "" : ", ").append(token);
-      } else {
-        named.emplace_back(token);
-      }
-    }
-  }
-  if (!named.empty()) {
-    for (const std::string& name : named) {
-      const http::field f = http::string_to_field(name);
-      if (f != http::field::content_length && f != http::field::transfer_encoding &&
-          f != http::field::host)
-        h.erase(name);
-    }
-    h.erase(http::field::connection);
-    if (!kept.empty()) h.set(http::field::connection, kept);
-  }
-  for (const http::field f : {http::field::keep_alive, http::field::te, http::field::upgrade,
-                              http::field::proxy_connection})
-    h.erase(f);
 }
 
 // Meets `Expect: 100-continue` (RFC 9110 §10.1.1): a client that sends it waits for a 100 before
@@ -286,6 +149,11 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
   };
   if (head.content_length().value_or(0) > static_cast<uint64_t>(ctx.config.max_body)) {
     StoredResponse r = RequestProblem(too_large());
+    co_await Answer(stream, r, version, false, ctx.config.body_timeout);
+    co_return Outcome{false, Decision::kInvalid, r.status};
+  }
+  if (absl::Status coding = GuardableCoding(head.get()); !coding.ok()) {
+    StoredResponse r = RequestProblem(std::move(coding));
     co_await Answer(stream, r, version, false, ctx.config.body_timeout);
     co_return Outcome{false, Decision::kInvalid, r.status};
   }

@@ -128,6 +128,25 @@ TEST_F(ClientFramingE2E, AmbiguousBodyLengthIs400AndNothingIsForwarded) {
   EXPECT_EQ(Stat("calls"), 0) << "a request was forwarded";
 }
 
+// A guarded request's body is read whole and forwarded with a Content-Length: in a transfer coding
+// other than chunked (`gzip, chunked`) it would reach the upstream still encoded, as a plain body.
+// 501, nothing forwarded, nothing stored (the same request without the coding then runs).
+TEST_F(ClientFramingE2E, AGuardedBodyInATransferCodingOtherThanChunkedIs501) {
+  StartGateway();
+  RawConnection c(port_);
+  ASSERT_TRUE(c.Write(PostHead("coded", "Transfer-Encoding: gzip, chunked\r\n") + Hex(4) +
+                      "\r\nabcd\r\n0\r\n\r\n"));
+  const std::string answer = c.ReadUntilClosed(milliseconds(5000));
+  EXPECT_TRUE(c.closed());
+  EXPECT_EQ(answer.rfind("HTTP/1.1 501 ", 0), 0u) << answer;
+  EXPECT_NE(answer.find("application/problem+json"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("transfer coding 'gzip'"), std::string::npos) << answer;
+  EXPECT_EQ(Stat("calls"), 0) << "the encoded body was forwarded";
+  const Response plain = Post("coded");
+  EXPECT_EQ(plain.status, 201) << plain.body;
+  EXPECT_EQ(plain.HeaderCount("Idempotent-Replayed"), 0) << "the 501 was stored";
+}
+
 // Routes match a request's path, and the upstream's path prefix is put before it: a target that
 // is not a path would pass by a route that requires a key, or reach past the prefix ("/st" +
 // "ats"). The absolute-form (http://host/path) is read as its path; any other target is a 400
