@@ -260,7 +260,6 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
   // An upstream may answer before it has read the whole body (a 413 from the head alone) and
   // close its connection: its answer is still read and relayed (or a 502 when none came), and
   // the client's connection is closed after it, the rest of its body unread.
-  const bool client_keeps_connection = client_keep_alive && !upstream_stopped_reading;
   beast::flat_buffer upstream_buffer;
   // Interim answers (100 Continue, 103 Early Hints) are read past, as ForwardBuffered's exchange
   // does: the client gets the final answer, never an interim one in its place.
@@ -290,7 +289,8 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
   // another request, not whether the client's may. The client's connection is kept as the client
   // asked, but after a body that ends only where the upstream closes its connection (neither
   // Content-Length nor chunked): closing the client's connection is what ends the body there.
-  const bool client_keeps = client_keeps_connection && !response->need_eof();
+  const bool client_keeps =
+      client_keep_alive && !upstream_stopped_reading && !response->need_eof();
   DropHopByHopFields(response->get().base());
   response->get().keep_alive(client_keeps);
   bool client_stopped_reading = false;
