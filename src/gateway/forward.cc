@@ -18,6 +18,7 @@
 #pragma GCC diagnostic pop
 
 #include "gateway/guard_outcome.h"
+#include "gateway/hop_by_hop.h"
 #include "gateway/problem_json.h"
 #include "http/exchange.h"
 #include "http/url.h"
@@ -29,50 +30,6 @@ constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr uint32_t kHeaderLimit = 64 * 1024;
 constexpr size_t kAnswerArena = 1024;
 using ArenaFields = http::basic_fields<std::pmr::polymorphic_allocator<char>>;
-
-bool HopByHop(http::field f) {
-  switch (f) {
-    case http::field::connection:
-    case http::field::keep_alive:
-    case http::field::transfer_encoding:
-    case http::field::te:
-    case http::field::trailer:
-    case http::field::upgrade:
-    case http::field::proxy_authenticate:
-    case http::field::proxy_authorization:
-    case http::field::proxy_connection:
-    case http::field::content_length:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The fields an upstream's Connection header names as its connection's own (RFC 9110 §7.6.1),
-// but close and keep-alive, which are options, not fields. Empty for nearly every answer.
-std::vector<std::string> ConnectionNamedFields(const http::fields& fields) {
-  std::vector<std::string> named;
-  for (auto [it, end] = fields.equal_range(http::field::connection); it != end; ++it) {
-    for (const std::string_view token : http::token_list(it->value())) {
-      if (!beast::iequals(token, "close") && !beast::iequals(token, "keep-alive"))
-        named.emplace_back(token);
-    }
-  }
-  return named;
-}
-
-// Drops a relayed answer's hop-by-hop fields: they speak of the upstream's connection to idem
-// (Keep-Alive: timeout=5), not of the client's. The body's framing stays (the answer is relayed
-// with it); Connection is written afresh for the client's connection.
-void DropHopByHopFields(http::fields& fields) {
-  for (const std::string& name : ConnectionNamedFields(fields)) {
-    const http::field f = http::string_to_field(name);
-    if (f != http::field::content_length && f != http::field::transfer_encoding) fields.erase(name);
-  }
-  for (const http::field f : {http::field::connection, http::field::keep_alive,
-                              http::field::upgrade, http::field::proxy_connection})
-    fields.erase(f);
-}
 
 namespace hc = ::idem::http;
 
@@ -291,7 +248,7 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
   // Content-Length nor chunked): closing the client's connection is what ends the body there.
   const bool client_keeps =
       client_keep_alive && !upstream_stopped_reading && !response->need_eof();
-  DropHopByHopFields(response->get().base());
+  DropUpstreamHopByHopFields(response->get().base());
   response->get().keep_alive(client_keeps);
   bool client_stopped_reading = false;
   ec = co_await RelayBody(client, upstream, upstream_buffer, *response, idle_timeout,

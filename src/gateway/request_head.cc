@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <vector>
 
 #include <fmt/format.h>
 
@@ -112,38 +111,6 @@ absl::Status ToOriginForm(http::request_header<>& h) {
   if (query != std::string_view::npos) normal.append(target.substr(query));
   h.target(normal);
   return absl::OkStatus();
-}
-
-// Drops the client's hop-by-hop fields (RFC 9110 §7.6.1): they describe its connection to the
-// gateway, not the request, and an Upgrade forwarded could switch a pooled upstream connection to
-// another protocol. Connection keeps only close and keep-alive (the gateway reads them for the
-// client's connection and writes its own when forwarding); the fields it names go too, but the
-// body's framing and Host, which the gateway itself reads.
-void DropHopByHopFields(http::request_header<>& h) {
-  std::string kept;
-  std::vector<std::string> named;
-  for (auto [it, end] = h.equal_range(http::field::connection); it != end; ++it) {
-    for (const std::string_view token : http::token_list(it->value())) {
-      if (beast::iequals(token, "close") || beast::iequals(token, "keep-alive")) {
-        kept.append(kept.empty() ? "" : ", ").append(token);
-      } else {
-        named.emplace_back(token);
-      }
-    }
-  }
-  if (!named.empty()) {
-    for (const std::string& name : named) {
-      const http::field f = http::string_to_field(name);
-      if (f != http::field::content_length && f != http::field::transfer_encoding &&
-          f != http::field::host)
-        h.erase(name);
-    }
-    h.erase(http::field::connection);
-    if (!kept.empty()) h.set(http::field::connection, kept);
-  }
-  for (const http::field f : {http::field::keep_alive, http::field::te, http::field::upgrade,
-                              http::field::proxy_connection})
-    h.erase(f);
 }
 
 absl::Status GuardableCoding(const http::request_header<>& h) {

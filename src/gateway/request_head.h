@@ -1,6 +1,6 @@
 // Internal: a client's request head made safe to decide on and to forward, before anything else
 // reads it: a body length every HTTP/1.1 reader agrees on, a target that is a path in one
-// spelling, and no fields that describe the client's connection rather than the request.
+// spelling (the fields that describe the client's connection: gateway/hop_by_hop.h).
 #ifndef IDEM_GATEWAY_REQUEST_HEAD_H_
 #define IDEM_GATEWAY_REQUEST_HEAD_H_
 
@@ -27,9 +27,6 @@ std::string NormalPath(std::string_view path);
 // Rewrites the request's target to origin-form ("/path?query") in NormalPath's spelling; returns
 // why it cannot (InvalidArgument).
 absl::Status ToOriginForm(http::request_header<>& h);
-
-// Drops the client's hop-by-hop fields (Connection keeps only close and keep-alive).
-void DropHopByHopFields(http::request_header<>& h);
 
 }  // namespace idem::gateway
 

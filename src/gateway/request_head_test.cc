@@ -64,23 +64,6 @@ TEST(ToOriginForm, RefusesTargetsThatAreNotPathsSayingHowToSendThem) {
   EXPECT_TRUE(ToOriginForm(h).ok());
 }
 
-TEST(DropHopByHopFields, DropsTheClientsConnectionFieldsButNotTheRequests) {
-  http::request_header<> h;
-  h.set(http::field::connection, "keep-alive, X-Secret, Upgrade, Content-Length");
-  h.set("X-Secret", "1");
-  h.set(http::field::upgrade, "websocket");
-  h.set(http::field::keep_alive, "timeout=5");
-  h.set(http::field::te, "trailers");
-  h.set(http::field::content_length, "12");
-  h.set("Idempotency-Key", "k");
-  DropHopByHopFields(h);
-  EXPECT_EQ(h[http::field::connection], "keep-alive");
-  for (const char* gone : {"X-Secret", "Upgrade", "Keep-Alive", "TE"})
-    EXPECT_EQ(h.count(gone), 0u) << gone;
-  EXPECT_EQ(h[http::field::content_length], "12");  // the framing stays whatever Connection says
-  EXPECT_EQ(h["Idempotency-Key"], "k");
-}
-
 TEST(AmbiguousFraming, RefusesTransferCodingsNotEndingInOneChunkedAndOnHttp10) {
   EXPECT_TRUE(FramingOf("POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n").ok());
   EXPECT_TRUE(

@@ -18,6 +18,7 @@
 #include "gateway/forward.h"
 #include "gateway/guard_outcome.h"
 #include "gateway/guarded_call.h"
+#include "gateway/hop_by_hop.h"
 #include "gateway/problem_json.h"
 #include "gateway/request_decision.h"
 #include "gateway/request_head.h"
@@ -176,7 +177,7 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
   // with the head's, so hop-by-hop ones among them are dropped too, and the decision sees every
   // field, as it always did.
   if (static_cast<size_t>(std::distance(request.begin(), request.end())) != headers.size()) {
-    DropHopByHopFields(request.base());
+    DropClientHopByHopFields(request.base());
     headers = HeadersOf(request.base());
   }
   const RequestView view{.method = request.method_string(),
@@ -206,7 +207,7 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
                                        const std::string& id, bool may_keep_alive) {
   absl::Status unreadable = AmbiguousFraming(head);
   if (unreadable.ok()) unreadable = ToOriginForm(head.get());
-  DropHopByHopFields(head.get());
+  DropClientHopByHopFields(head.get());
   std::vector<Header> headers = HeadersOf(head.get().base());
   const RequestView view{
       .method = head.get().method_string(), .target = head.get().target(), .headers = &headers};
