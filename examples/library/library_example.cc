@@ -74,6 +74,8 @@ const char* WhatToDo(const absl::Status& status) {
       return "the store is busy or down: 503, safe to retry with the same key";
     case absl::StatusCode::kDeadlineExceeded:
       return "out of time: 504, safe to retry with the same key";
+    case absl::StatusCode::kNotFound:
+      return "idem's tables are missing: open the database once with idem::OpenStore";
     default:
       return "a broken invariant: 500, and log the detail";
   }

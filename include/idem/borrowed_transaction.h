@@ -20,14 +20,20 @@
 //    You commit or roll back on your own connection.
 //  - The database must hold idem's schema: open it once with OpenStore (idem/store.h), which
 //    applies idem's migrations (the same database, and on PostgreSQL the same schema your
-//    connection's search_path names). Without it, idem's statements fail with
-//    FailedPrecondition naming the missing table.
+//    connection's search_path names). Without it, idem's statements fail with NotFound naming
+//    the missing table.
 //  - A statement that fails (Query, Execute, ConsumeOnce, a claim) leaves the transaction good
 //    only for rolling back, as in idem's own transactions (idem/store.h). On PostgreSQL the
 //    server itself has aborted your transaction then: every later statement fails until you
-//    ROLLBACK (or ROLLBACK TO a savepoint taken before).
+//    ROLLBACK (or ROLLBACK TO a savepoint taken before). The same holds for a statement of yours
+//    that fails on a PostgreSQL connection: idem's next call refuses to run (Unavailable) and
+//    dooms the borrowed transaction (Doomed()): roll back.
+//  - Every savepoint statement of idem's has reached the database before the call that made it
+//    returns (SAVEPOINT before an effect runs, RELEASE before RunOnceIn returns): an effect may
+//    write on your raw connection, and your own savepoints before, around or after a call
+//    behave as you wrote them. Nothing of idem's is left queued on your connection.
 //  - A borrowed transaction belongs to one transaction of yours: once you commit or roll back,
-//    its calls return FailedPrecondition (or, if you began another meanwhile, run in that one:
+//    its calls return Internal (or, if you began another meanwhile, run in that one:
 //    idem cannot tell them apart); borrow again inside each transaction. Never end your
 //    transaction while a call of idem on it is under way.
 //  - Your connection's own settings hold: SQLite's busy timeout, PostgreSQL's lock_timeout and

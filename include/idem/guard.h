@@ -131,12 +131,20 @@ class Guard {
 // timeout) and then replays; under a plain BEGIN the claim must upgrade a read lock to the
 // write lock, which SQLite cannot wait for, and fails with Unavailable when another writer
 // committed in between.
+// A call nested in an effect, of the key the outer call holds, is Aborted without running its
+// effect (on every store); the outer call goes on.
+// Every savepoint statement of the call has reached the database before the effect runs and
+// before RunOnceIn returns, so on a borrowed transaction the effect may write on the caller's raw
+// connection and the caller's own savepoints are left as it made them.
 // Errors: as Guard::Run's (FailedPrecondition for another fingerprint, DataLoss, Aborted,
-// Unavailable, the effect's own error); never retried (the transaction is the caller's). After
-// an error the guard's claim and the effect's writes are rolled back to its savepoint, so `tx`
-// holds only the caller's own writes, unless tx.Doomed() is not OK (the store failed, or the
-// transaction was ended): then roll `tx` back. An exception thrown by the effect propagates and
-// leaves the effect's writes in `tx`: roll it back.
+// Unavailable, the effect's own error); NotFound when the database lacks idem's tables (a
+// connection of the caller's to a database OpenStore never opened); Internal when the caller
+// already ended a borrowed `tx`; Unavailable, `tx` doomed, when PostgreSQL aborted a borrowed
+// `tx` after a statement the caller ran on it failed. Never retried (the transaction is the
+// caller's). After an error the guard's claim and the effect's writes are rolled back to its
+// savepoint, so `tx` holds only the caller's own writes, unless tx.Doomed() is not OK (the store
+// failed, or the transaction was ended): then roll `tx` back. An exception thrown by the effect
+// propagates and leaves the effect's writes in `tx`: roll it back.
 // REQUIRES: no other call uses `tx` meanwhile.
 absl::StatusOr<GuardResult> RunOnceIn(StoreTransaction& tx, const Scope& scope,
                                       std::string_view fingerprint, const Effect& effect,

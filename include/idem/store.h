@@ -267,10 +267,11 @@ class StoreTransaction : public Transaction {
   // OK while the transaction can still commit; otherwise why it cannot, as only the store sets
   // it (an effect cannot forge it by returning a status): Unavailable when the database ended
   // or broke the transaction (disk full, I/O error, lost connection, serialization failure,
-  // deadlock, lock timeout, a failed savepoint statement, a failed commit); Internal when the
-  // transaction was ended or split outside the store (through native_handle()); for a borrowed
-  // transaction, FailedPrecondition when its owner ended it. Once doomed, a transaction stays
-  // doomed and every call but Rollback() returns this status; nothing of it is committed (a
+  // deadlock, lock timeout, a failed savepoint statement, a failed commit; for a borrowed
+  // PostgreSQL transaction, also when the server aborted it after a statement its owner ran on
+  // the connection failed); Internal when the transaction was ended or split outside the store
+  // (through native_handle(), or by a borrowed transaction's owner). Once doomed, a transaction
+  // stays doomed and every call but Rollback() returns this status; nothing of it is committed (a
   // borrowed one's owner must roll it back). The guard retries (GuardOptions::transient_retries)
   // and aborts a batch only for a doomed transaction.
   virtual absl::Status Doomed() const = 0;
@@ -282,7 +283,10 @@ class StoreTransaction : public Transaction {
 //    SAVEPOINT / RELEASE / ROLLBACK TO of the store's own savepoints (names starting "idem_",
 //    reserved). An effect's own savepoints are fine.
 //  - After a statement fails, the transaction is good only for rolling back, to a savepoint or
-//    whole: any other call returns Internal ("an earlier statement failed") until then.
+//    whole: any other call returns Internal ("an earlier statement failed") until then. A
+//    ROLLBACK TO of the effect's own savepoint, run through Execute or Query, counts.
+//  - A second Claim of a key the transaction itself holds returns it unclaimed (in_progress,
+//    its fence unchanged), never takes it over: a nested guard call of that key is Aborted.
 //  - A transaction the database ended by itself (SQLite after disk full or an I/O error, a lost
 //    PostgreSQL connection) is doomed: it refuses every later statement instead of running it
 //    outside the transaction.

@@ -100,6 +100,17 @@ bool IsTransactionControl(std::string_view sql) {
   return IsStoreSavepoint(next);
 }
 
+bool IsRollbackToSavepoint(std::string_view sql) {
+  WordReader words(sql);
+  if (words.Next() != "ROLLBACK") return false;
+  std::string next = words.Next();
+  if (next == "TRANSACTION" || next == "WORK") next = words.Next();
+  if (next != "TO") return false;
+  next = words.Next();
+  if (next == "SAVEPOINT") next = words.Next();
+  return !next.empty();
+}
+
 absl::Status BorrowedTransactionEndRefused(std::string_view operation,
                                            std::string_view connection) {
   return absl::FailedPreconditionError(
@@ -109,9 +120,10 @@ absl::Status BorrowedTransactionEndRefused(std::string_view operation,
 }
 
 absl::Status BorrowedTransactionEnded(std::string_view connection) {
-  return absl::FailedPreconditionError(
-      fmt::format("your transaction on this {} connection ended (committed or rolled back): "
-                  "borrow the connection again once a new transaction is open",
+  return absl::InternalError(
+      fmt::format("your transaction on this {} connection ended (committed or rolled back) while "
+                  "it was still borrowed: borrow the connection again once a new transaction is "
+                  "open, and never end it while a call of idem on it is under way",
                   connection));
 }
 

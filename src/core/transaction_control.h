@@ -17,12 +17,19 @@ namespace idem {
 // are skipped. ROLLBACK TO / RELEASE / SAVEPOINT of a savepoint not named idem_* stay allowed.
 bool IsTransactionControl(std::string_view sql);
 
+// Returns true when `sql` begins with ROLLBACK [TRANSACTION | WORK] TO [SAVEPOINT] name, of any
+// savepoint, skipping comments and whitespace as IsTransactionControl does: the one statement
+// besides a whole rollback that a transaction whose statement failed is good for.
+bool IsRollbackToSavepoint(std::string_view sql);
+
 // The answers both stores give on a borrowed transaction (idem/borrowed_transaction.h), whose
 // owner begins and ends it on its own `connection` (named for the owner: "sqlite3",
 // "PostgreSQL"). FailedPrecondition for Commit() or Rollback(), `operation` naming which:
 // nothing is done, the owner ends it.
 absl::Status BorrowedTransactionEndRefused(std::string_view operation, std::string_view connection);
-// FailedPrecondition for a call after the owner ended the transaction: borrow anew.
+// Internal for a call after the owner ended the transaction (the caller broke the borrowing rule,
+// as a store transaction ended outside the store; never FailedPrecondition, the code of a reused
+// key): borrow anew.
 absl::Status BorrowedTransactionEnded(std::string_view connection);
 
 }  // namespace idem

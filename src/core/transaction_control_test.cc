@@ -40,5 +40,18 @@ TEST(IsTransactionControl, OrdinaryStatementsAndTheEffectsOwnSavepointsPass) {
   }
 }
 
+TEST(IsRollbackToSavepoint, RecognisesARollbackToAnySavepointOnly) {
+  for (const char* sql :
+       {"ROLLBACK TO mine", "rollback to savepoint mine", "/* undo */ ROLLBACK TO SAVEPOINT mine",
+        "ROLLBACK TRANSACTION TO \"x\"", "rollback work to savepoint idem_effect"}) {
+    EXPECT_TRUE(IsRollbackToSavepoint(sql)) << sql;
+  }
+  for (const char* sql :
+       {"ROLLBACK", "rollback work", "ROLLBACK TO", "SAVEPOINT mine", "RELEASE mine",
+        "SELECT 'ROLLBACK TO mine'", "-- ROLLBACK TO mine\nSELECT 1", ""}) {
+    EXPECT_FALSE(IsRollbackToSavepoint(sql)) << sql;
+  }
+}
+
 }  // namespace
 }  // namespace idem

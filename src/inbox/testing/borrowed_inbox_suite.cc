@@ -81,12 +81,15 @@ TEST_P(BorrowedInboxTest, NoOpenTransactionIsFailedPrecondition) {
   EXPECT_THAT(tx.status().message(), HasSubstr("BEGIN"));
 }
 
-TEST_P(BorrowedInboxTest, CallsAfterTheCallerEndedItsTransactionAreFailedPrecondition) {
+// A transaction its owner ended is the caller's misuse, not a reused key: Internal, as a store
+// transaction ended outside the store (it was FailedPrecondition, the key-reused code).
+TEST_P(BorrowedInboxTest, CallsAfterTheCallerEndedItsTransactionAreInternal) {
   ASSERT_TRUE(conn_->Exec("BEGIN").ok());
   auto tx = conn_->Borrow({});
   ASSERT_TRUE(tx.ok()) << tx.status();
   ASSERT_TRUE(conn_->Exec("COMMIT").ok());
-  EXPECT_EQ(ConsumeOnce(**tx, "payments", "m-1").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ConsumeOnce(**tx, "payments", "m-1").status().code(), StatusCode::kInternal);
+  EXPECT_EQ((*tx)->Doomed().code(), StatusCode::kInternal);
   EXPECT_EQ(Count("idem_inbox"), 0);  // not run outside a transaction
 }
 
@@ -122,7 +125,8 @@ TEST_P(BorrowedInboxTest, UniqueViolationIsAlreadyExistsAndTheTransactionIsGoodO
   EXPECT_EQ(Count("seen"), 0);
 }
 
-TEST_P(BorrowedInboxWithoutSchemaTest, MissingSchemaIsFailedPreconditionNamingOpenStore) {
+// A setup error, not a reused key: NotFound (it was FailedPrecondition, the key-reused code).
+TEST_P(BorrowedInboxWithoutSchemaTest, MissingSchemaIsNotFoundNamingOpenStore) {
   auto conn = GetParam().open_fresh(/*with_schema=*/false);
   ASSERT_TRUE(conn.ok()) << conn.status();
   ASSERT_TRUE((*conn)->Exec("BEGIN").ok());
@@ -130,7 +134,7 @@ TEST_P(BorrowedInboxWithoutSchemaTest, MissingSchemaIsFailedPreconditionNamingOp
     auto tx = (*conn)->Borrow({});
     ASSERT_TRUE(tx.ok()) << tx.status();
     absl::StatusOr<bool> first = ConsumeOnce(**tx, "payments", "m-1");
-    EXPECT_EQ(first.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ(first.status().code(), StatusCode::kNotFound);
     EXPECT_THAT(first.status().message(), HasSubstr("idem_inbox"));
     EXPECT_THAT(first.status().message(), HasSubstr("OpenStore"));
   }

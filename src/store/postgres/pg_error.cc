@@ -54,8 +54,9 @@ absl::Status StatusFromSqlState(std::string_view sqlstate, std::string_view mess
   }
   if (sqlstate == "42P01" && Contains(message, "relation \"idem_")) {
     // Only a database idem never opened lacks idem's tables (a caller's own connection,
-    // idem/borrowed_transaction.h): say how to get them.
-    return absl::FailedPreconditionError(
+    // idem/borrowed_transaction.h): say how to get them. A setup error, never
+    // FailedPrecondition (a reused key's code): NotFound, as a database that does not exist.
+    return absl::NotFoundError(
         text +
         "; the database (or the schema your search_path names) lacks idem's schema: open it "
         "once with idem::OpenStore(\"postgresql://...\"), which applies idem's migrations");

@@ -19,7 +19,7 @@ namespace idem::postgres {
 //   starting, class 53 insufficient resources → Unavailable; 28P01 wrong password →
 //   Unauthenticated; 28000 and 42501 → PermissionDenied; 3D000 unknown database → NotFound; 25P02 →
 //   Internal (the transaction already failed); 42P01 for a table idem_* (idem's schema
-//   is missing) → FailedPrecondition; anything else → Internal.
+//   is missing) → NotFound; anything else → Internal.
 // `what` names the operation, e.g. "claim of key 'k'".
 absl::Status StatusFromSqlState(std::string_view sqlstate, std::string_view message,
                                 std::string_view what);

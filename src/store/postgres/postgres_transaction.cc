@@ -98,12 +98,12 @@ absl::StatusOr<std::unique_ptr<PostgresTransaction>> PostgresTransaction::Borrow
 }
 
 PostgresTransaction::~PostgresTransaction() {
-  // A borrowed transaction's deferred statements are dropped with it: only SAVEPOINT and RELEASE
-  // wait there, and a savepoint left open changes nothing of what the owner commits.
+  // A borrowed transaction defers nothing (see SendSavepointStatement): its owner's transaction
+  // is left exactly as idem's last statement left it.
   if (!borrowed_) Rollback().IgnoreError();
 }
 
-absl::StatusOr<PgConnection*> PostgresTransaction::Open(bool sending) {
+absl::StatusOr<PgConnection*> PostgresTransaction::Open(bool sending, bool rolling_back) {
   if (!conn_.has_value()) {
     return absl::InternalError(
         "the transaction already ended (committed or rolled back): Begin() a new one");
@@ -122,6 +122,13 @@ absl::StatusOr<PgConnection*> PostgresTransaction::Open(bool sending) {
     } else if (state == PQTRANS_UNKNOWN) {
       Doom(absl::UnavailableError(
           "lost the connection to PostgreSQL; nothing of the transaction was kept: retry"));
+    } else if (state == PQTRANS_INERROR && borrowed_ && !left_in_error_ && !rolling_back) {
+      // Not by a statement of idem's: one the owner (or an effect) ran on the connection itself.
+      Doom(absl::UnavailableError(
+          "PostgreSQL aborted your transaction after idem's last statement (a statement run on "
+          "your connection outside idem failed), so it refuses every statement until ROLLBACK "
+          "(SQLSTATE 25P02); nothing more of idem's was run: roll the transaction back (whole, or "
+          "to a savepoint taken before that statement) and retry"));
     }
     if (!doomed_.ok()) return doomed_;
   }
@@ -134,6 +141,9 @@ void PostgresTransaction::Doom(absl::Status why) {
 }
 
 absl::Status PostgresTransaction::Track(absl::Status status, bool dooming) {
+  if (borrowed_ && conn_.has_value()) {
+    left_in_error_ = PQtransactionStatus((**conn_).raw()) == PQTRANS_INERROR;
+  }
   if (status.ok()) return status;
   const bool deferred_failed = conn_.has_value() && (**conn_).failed_deferred();
   if (borrowed_ && conn_.has_value() && PQtransactionStatus((**conn_).raw()) == PQTRANS_INERROR) {
@@ -234,17 +244,30 @@ absl::StatusOr<size_t> PostgresTransaction::FindSavepoint(std::string_view name)
       fmt::format("there is no savepoint '{}' in this transaction (or it was released)", name));
 }
 
+absl::Status PostgresTransaction::SendSavepointStatement(PgConnection& conn, std::string sql) {
+  if (!borrowed_) {
+    conn.Defer(std::move(sql));
+    return absl::OkStatus();
+  }
+  // The owner's connection: its own statements, and an effect's written on it, go to the server
+  // straight away, so a savepoint must be there before control returns (else the effect's write
+  // lands outside the guard's savepoint), and a RELEASE must not outlive the call (else it meets
+  // the owner's later savepoints: releases one of them, or finds its own already gone).
+  return Track(conn.Run(sql, {}, "savepoint").status(), /*dooming=*/true);
+}
+
 absl::Status PostgresTransaction::Savepoint(std::string_view name) {
   IDEM_RETURN_IF_ERROR(CheckSavepointName(name));
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open(/*sending=*/false));
-  if (sent_) conn->Defer(fmt::format("SAVEPOINT \"{}\"", name));
+  if (sent_)
+    IDEM_RETURN_IF_ERROR(SendSavepointStatement(*conn, fmt::format("SAVEPOINT \"{}\"", name)));
   savepoints_.push_back({std::string(name), sent_});
   return absl::OkStatus();
 }
 
 absl::Status PostgresTransaction::RollbackToSavepoint(std::string_view name) {
   IDEM_RETURN_IF_ERROR(CheckSavepointName(name));
-  IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open(/*sending=*/false));
+  IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open(/*sending=*/false, /*rolling_back=*/true));
   IDEM_ASSIGN_OR_RETURN(size_t index, FindSavepoint(name));
   savepoints_.resize(index + 1);  // the later ones are gone; this one stays
   if (savepoints_[index].on_server) {
@@ -280,13 +303,16 @@ absl::Status PostgresTransaction::ReleaseSavepoint(std::string_view name) {
   // repeated above is released once per repetition.
   for (size_t i = index; i < savepoints_.size(); ++i) {
     if (!savepoints_[i].on_server) continue;
-    const std::string& lowest = savepoints_[i].name;
+    const std::string lowest = savepoints_[i].name;  // a copy: the entries go below
     const auto repeats =
         std::count_if(savepoints_.begin() + static_cast<ptrdiff_t>(i), savepoints_.end(),
                       [&](const SavepointEntry& e) { return e.name == lowest; });
-    for (ptrdiff_t r = 0; r < repeats; ++r)
-      conn->Defer(fmt::format("RELEASE SAVEPOINT \"{}\"", lowest));
-    break;
+    savepoints_.resize(index);
+    for (ptrdiff_t r = 0; r < repeats; ++r) {
+      IDEM_RETURN_IF_ERROR(
+          SendSavepointStatement(*conn, fmt::format("RELEASE SAVEPOINT \"{}\"", lowest)));
+    }
+    return absl::OkStatus();
   }
   savepoints_.resize(index);
   return absl::OkStatus();

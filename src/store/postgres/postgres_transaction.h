@@ -8,6 +8,10 @@
 // releases every savepoint). So the guard's transaction costs the server no more statements than
 // its own work: BEGIN, claim, SAVEPOINT, effect, outcome, COMMIT.
 //
+// A borrowed transaction (Borrow) defers nothing: its owner, and an effect, write on the
+// connection directly, so each SAVEPOINT and RELEASE is sent when it is called and none is ever
+// left queued for a later statement.
+//
 // Thread-safety: belongs to one thread.
 #ifndef IDEM_STORE_POSTGRES_POSTGRES_TRANSACTION_H_
 #define IDEM_STORE_POSTGRES_POSTGRES_TRANSACTION_H_
@@ -56,7 +60,10 @@ class PostgresTransaction final : public StoreTransaction {
   // The connection, once the transaction is known to be open; Internal after it ended, the doom
   // once doomed; notices a transaction ended outside the store (and dooms it).
   // `sending`: the caller is about to send a statement (so BEGIN goes out with it).
-  absl::StatusOr<PgConnection*> Open(bool sending = true);
+  // A borrowed transaction that PostgreSQL aborted since idem's last statement (a statement of
+  // its owner's failed) is doomed Unavailable, unless `rolling_back` (to a savepoint, which is
+  // what such a transaction is good for).
+  absl::StatusOr<PgConnection*> Open(bool sending = true, bool rolling_back = false);
   absl::StatusOr<Result> Run(std::string_view sql, std::span<const SqlValue> params,
                              std::string_view what);
 
@@ -65,6 +72,9 @@ class PostgresTransaction final : public StoreTransaction {
   absl::Status Track(absl::Status status, bool dooming = false);
   void Doom(absl::Status why);
 
+  // Queues `sql` (SAVEPOINT, RELEASE) to go out with the next statement, or, borrowed, sends it
+  // now. Errors (borrowed): the statement's; the transaction is then doomed.
+  absl::Status SendSavepointStatement(PgConnection& conn, std::string sql);
   // Queues BEGIN (and the timeouts, where the caller may have changed them) for the next send.
   void DeferBegin(PgConnection& conn);
   // The index of the topmost savepoint called `name`. Errors: InvalidArgument when there is none.
@@ -84,6 +94,9 @@ class PostgresTransaction final : public StoreTransaction {
   Clock& clock_;
   bool sent_ = false;      // BEGIN has gone to the server
   bool borrowed_ = false;  // its owner began it and ends it (Borrow)
+  // Borrowed: idem's last statement left the transaction failed (PQTRANS_INERROR), so a failed
+  // state seen at the next call is idem's own, not one its owner brought about.
+  bool left_in_error_ = false;
   absl::Status doomed_;
 };
 

@@ -179,7 +179,9 @@ absl::StatusOr<Statement> Connection::Prepare(std::string_view sql) {
     if ((rc & 0xff) == SQLITE_ERROR && message.starts_with("no such table: idem_")) {
       // Only a database idem never opened lacks idem's tables (a caller's own connection,
       // idem/borrowed_transaction.h): say how to get them.
-      status = absl::FailedPreconditionError(
+      // A setup error, never FailedPrecondition (a reused key's code): NotFound, as a database
+      // or file that does not exist.
+      status = absl::NotFoundError(
           fmt::format("the database lacks idem's schema ({}): open it once with "
                       "idem::OpenStore(\"sqlite:PATH\"), "
                       "which applies idem's migrations, before using idem on your own connection",

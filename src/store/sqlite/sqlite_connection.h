@@ -109,7 +109,8 @@ class Connection {
   absl::Status Run(std::string_view sql);
 
   // Prepares one statement, from the connection's cache when it was prepared before.
-  // Errors: InvalidArgument when SQLite rejects the SQL or it holds more than one statement.
+  // Errors: InvalidArgument when SQLite rejects the SQL or it holds more than one statement;
+  // NotFound when it names a table idem_* the database lacks (idem's schema was never applied).
   absl::StatusOr<Statement> Prepare(std::string_view sql);
 
   // Returns the single integer a statement such as "PRAGMA user_version" yields.

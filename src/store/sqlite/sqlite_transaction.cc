@@ -16,6 +16,9 @@
 namespace idem::sqlite {
 namespace {
 
+// The lease of a claim made in a transaction: the default lease of lease mode, as PostgreSQL's.
+const Millis kTransactionLease = ClaimRequest{}.lease;
+
 bool IsSqlIdentifier(std::string_view name) {
   if (name.empty() || name.size() > 63) return false;
   for (size_t i = 0; i < name.size(); ++i) {
@@ -183,7 +186,8 @@ absl::Status SqliteTransaction::Track(absl::Status status, bool dooming) {
 
 absl::StatusOr<Statement> SqliteTransaction::PrepareBound(std::string_view sql,
                                                           std::span<const SqlValue> params) {
-  IDEM_RETURN_IF_ERROR(Gate("running SQL"));
+  // An effect's own ROLLBACK TO is what a failed transaction is good for, as the store's own.
+  IDEM_RETURN_IF_ERROR(Gate("running SQL", failed_ && IsRollbackToSavepoint(sql)));
   // Refused before SQLite sees it: never run, and not a failed statement.
   if (IsTransactionControl(sql)) {
     return absl::InvalidArgumentError(fmt::format(
@@ -235,6 +239,7 @@ absl::StatusOr<std::vector<SqlRow>> SqliteTransaction::Query(std::string_view sq
     rows.push_back(std::move(row));
   }
   IDEM_RETURN_IF_ERROR(Track(absl::OkStatus()));
+  ClearFailureIfRolledBack(sql);
   return rows;
 }
 
@@ -248,10 +253,17 @@ absl::StatusOr<int64_t> SqliteTransaction::Execute(std::string_view sql,
     if (!*has_row) break;
   }
   IDEM_RETURN_IF_ERROR(Track(absl::OkStatus()));
+  ClearFailureIfRolledBack(sql);
   // sqlite3_changes64 reports the last INSERT/UPDATE/DELETE, which is this statement only when
   // it changed something; DDL and SELECT change nothing.
   if (sqlite3_total_changes64(lease_->db()) == before) return 0;
   return sqlite3_changes64(lease_->db());
+}
+
+void SqliteTransaction::ClearFailureIfRolledBack(std::string_view sql) {
+  // Every savepoint there is was taken before the failure (none can be taken after it), so
+  // rolling back to one undid the failed statement.
+  if (failed_ && IsRollbackToSavepoint(sql)) failed_ = false;
 }
 
 void* SqliteTransaction::native_handle() { return lease_->db(); }
@@ -262,9 +274,16 @@ absl::StatusOr<ClaimResult> SqliteTransaction::Claim(const Scope& scope,
   IDEM_RETURN_IF_ERROR(Gate("claiming a key"));
   IDEM_RETURN_IF_ERROR(ValidateScope(scope));
   const int64_t now = clock_.NowMillis();
-  // The claim is invisible to others until commit, so it needs no lease of its own: were it ever
-  // committed still in_progress, its lease has already passed and the next arrival takes over.
-  const ClaimParams params{scope, fingerprint, owner, now, now, now + retention_.count()};
+  // The claim is invisible to others until commit; its lease is what a second claim of the key in
+  // this same transaction (a nested guard call) sees: live, so it is returned unclaimed instead
+  // of taken over, as on PostgreSQL. Were it ever committed still in_progress (the guard never
+  // does), the next arrival takes it over once that lease has passed.
+  const ClaimParams params{scope,
+                           fingerprint,
+                           owner,
+                           now,
+                           now + kTransactionLease.count(),
+                           now + std::max(retention_, kTransactionLease).count()};
   absl::StatusOr<ClaimResult> claim = ClaimKey(*lease_, params, /*take_over_lapsed=*/true);
   IDEM_RETURN_IF_ERROR(Track(claim.status()));
   return claim;

@@ -76,6 +76,8 @@ class SqliteTransaction final : public StoreTransaction {
   // rejects, or parameters that do not match the $N the SQL uses.
   absl::StatusOr<Statement> PrepareBound(std::string_view sql, std::span<const SqlValue> params);
   absl::Status RunSavepointCommand(std::string_view verb, std::string_view name);
+  // After `sql` ran: a ROLLBACK TO a savepoint makes a failed transaction usable again.
+  void ClearFailureIfRolledBack(std::string_view sql);
 
   ConnectionPool::Lease lease_;
   const Clock& clock_;

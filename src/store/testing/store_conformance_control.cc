@@ -80,6 +80,52 @@ TEST_P(StoreConformanceTest, AfterAFailedStatementOnlyRollingBackIsAllowed) {
   EXPECT_EQ(stored.state, KeyState::kCompleted);
 }
 
+// SQLite refused an effect's own ROLLBACK TO, run through Execute, after a failed statement ("an
+// earlier statement of this transaction failed"), so the effect could not recover; PostgreSQL
+// allowed it. A rollback to a savepoint of the effect's own makes the transaction usable again.
+TEST_P(StoreConformanceTest, TheEffectsOwnRollbackToSavepointThroughExecuteRecoversAFailure) {
+  IDEM_ASSERT_OK(CreateRowsTable(*store_));
+  const Scope scope = MakeScope("c6");
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store_->Begin());
+  IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult claim, tx->Claim(scope, kFingerprint, "worker-1"));
+  IDEM_ASSERT_OK(tx->Savepoint("idem_effect"));
+  IDEM_ASSERT_OK(InsertRow(*tx, 1));
+  IDEM_ASSERT_OK(tx->Execute("SAVEPOINT mine").status());
+  IDEM_ASSERT_OK(InsertRow(*tx, 2));
+  EXPECT_EQ(CodeOf(InsertRow(*tx, 1)), StatusCode::kAlreadyExists);
+  IDEM_ASSERT_OK(tx->Execute("/* undo */ ROLLBACK TO SAVEPOINT mine").status());
+  IDEM_ASSERT_OK(InsertRow(*tx, 3));
+  EXPECT_EQ(CodeOf(InsertRow(*tx, 3)), StatusCode::kAlreadyExists);
+  IDEM_ASSERT_OK(tx->Query("rollback to mine").status());  // Query too, and the short form
+  IDEM_ASSERT_OK(tx->Execute("RELEASE SAVEPOINT mine").status());
+  IDEM_ASSERT_OK(InsertRow(*tx, 4));
+  IDEM_ASSERT_OK(tx->Doomed());
+  IDEM_ASSERT_OK(tx->Finish(scope, claim.record.fence, KeyState::kCompleted, SampleResponse()));
+  IDEM_ASSERT_OK(tx->Commit());
+  IDEM_ASSERT_OK_AND_ASSIGN(KeyRecord stored, store_->Get(scope));
+  EXPECT_EQ(stored.state, KeyState::kCompleted);
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> check, store_->Begin());
+  IDEM_ASSERT_OK_AND_ASSIGN(std::vector<SqlRow> rows,
+                            check->Query("SELECT id FROM control_rows ORDER BY id"));
+  EXPECT_EQ(rows, (std::vector<SqlRow>{{int64_t{1}}, {int64_t{4}}}));
+}
+
+// A claim the transaction already holds is not a lapsed lease: SQLite took it over (its lease
+// ended at once) and handed a second fence out, so a nested guard call ran the effect twice;
+// PostgreSQL returned it unclaimed. Both return it unclaimed, as it is.
+TEST_P(StoreConformanceTest, ASecondClaimOfTheKeyTheTransactionHoldsReturnsItUnclaimed) {
+  const Scope scope = MakeScope("c7");
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StoreTransaction> tx, store_->Begin());
+  IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult first, tx->Claim(scope, kFingerprint, "worker-1"));
+  ASSERT_TRUE(first.claimed);
+  IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult again, tx->Claim(scope, kFingerprint, "worker-1"));
+  EXPECT_FALSE(again.claimed);
+  EXPECT_EQ(again.record.state, KeyState::kInProgress);
+  EXPECT_EQ(again.record.fence, first.record.fence);
+  IDEM_ASSERT_OK(tx->Finish(scope, first.record.fence, KeyState::kCompleted, SampleResponse()));
+  IDEM_ASSERT_OK(tx->Commit());
+}
+
 TEST_P(StoreConformanceTest, CommitAfterAFailedStatementIsInternalAndCommitsNothing) {
   IDEM_ASSERT_OK(CreateRowsTable(*store_));
   const Scope scope = MakeScope("c3");
