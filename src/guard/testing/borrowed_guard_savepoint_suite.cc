@@ -188,5 +188,38 @@ TEST_P(BorrowedGuardTest, ANestedCallOfTheKeyTheTransactionHoldsIsAbortedAndTheO
   EXPECT_EQ(Count("idem_keys"), 1);
 }
 
+// FailedPrecondition means a reused key and nothing else: a call on a transaction the caller
+// already ended is Internal (the caller broke the borrowing rule), one on a database that lacks
+// idem's tables NotFound (a setup error). Neither runs the effect.
+TEST_P(BorrowedGuardTest, ACallAfterTheCallerEndedItsTransactionIsInternalNotFailedPrecondition) {
+  ASSERT_TRUE(conn_->Exec(conn_->begin_sql()).ok());
+  auto tx = conn_->Borrow({.clock = &clock_});
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  ASSERT_TRUE(conn_->Exec("COMMIT").ok());
+  auto result = RunOnceIn(**tx, scope_, "fp", WriteThroughTx("late", 201));
+  EXPECT_EQ(result.status().code(), StatusCode::kInternal) << result.status();
+  EXPECT_EQ((*tx)->Doomed().code(), StatusCode::kInternal);
+  EXPECT_EQ(Count("effects"), 0);
+  EXPECT_EQ(Count("idem_keys"), 0);
+}
+
+TEST_P(BorrowedGuardTest, ACallOnADatabaseWithoutIdemsTablesIsNotFoundNotFailedPrecondition) {
+  auto bare = GetParam().open_fresh(/*with_schema=*/false);
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  ASSERT_TRUE((*bare)->Exec("CREATE TABLE effects (id TEXT PRIMARY KEY)").ok());
+  ASSERT_TRUE((*bare)->Exec((*bare)->begin_sql()).ok());
+  {
+    auto tx = (*bare)->Borrow({.clock = &clock_});
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    auto result = RunOnceIn(**tx, scope_, "fp", [&](Transaction& t) {
+      ++effect_runs_;
+      return WriteThroughTx("x", 201)(t);
+    });
+    EXPECT_EQ(result.status().code(), StatusCode::kNotFound) << result.status();
+  }
+  ASSERT_TRUE((*bare)->Exec("ROLLBACK").ok());
+  EXPECT_EQ(effect_runs_.load(), 0);
+}
+
 }  // namespace
 }  // namespace idem::testing
