@@ -6,7 +6,11 @@
 #                                             URI of the superuser "postgres") and STATE_DIR/env
 #   scripts/pg-fixture.sh restart STATE_DIR   pg_ctl restart -m fast (same port and data)
 #   scripts/pg-fixture.sh pause   STATE_DIR   pg_ctl stop -m fast, keeping the data (a "store down")
-#   scripts/pg-fixture.sh resume  STATE_DIR   starts a paused server again (same port and data)
+#   scripts/pg-fixture.sh crash   STATE_DIR   pg_ctl stop -m immediate, keeping the data: the
+#                                             server goes as by a power cut (resume starts it
+#                                             again, through crash recovery)
+#   scripts/pg-fixture.sh resume  STATE_DIR   starts a paused or crashed server again (same port
+#                                             and data)
 #   scripts/pg-fixture.sh stop    STATE_DIR   pg_ctl stop -m fast; removes the temporary folder
 #
 # initdb and postgres refuse to run as root: as root the server runs as the "postgres" user (with
@@ -17,7 +21,7 @@ set -euo pipefail
 cmd=${1:-}
 state=${2:-}
 if [[ -z "$cmd" || -z "$state" ]]; then
-  echo "usage: $0 start|restart|pause|resume|stop STATE_DIR" >&2
+  echo "usage: $0 start|restart|pause|crash|resume|stop STATE_DIR" >&2
   exit 2
 fi
 
@@ -152,6 +156,16 @@ pause() {
   fi
 }
 
+crash() {
+  load_state
+  if ! as_server "$IDEM_PG_BIN/pg_ctl" -D "$IDEM_PG_DATA" -w -t 60 -m immediate stop \
+      >/dev/null 2>&1; then
+    echo "pg-fixture: crash (immediate stop) failed" >&2
+    log_tail "$IDEM_PG_ROOT/server.log"
+    exit 1
+  fi
+}
+
 resume() {
   load_state
   if ! as_server "$IDEM_PG_BIN/pg_ctl" -D "$IDEM_PG_DATA" -l "$IDEM_PG_ROOT/server.log" -w -t 60 \
@@ -182,7 +196,8 @@ case "$cmd" in
   start) start ;;
   restart) restart ;;
   pause) pause ;;
+  crash) crash ;;
   resume) resume ;;
   stop) stop ;;
-  *) echo "usage: $0 start|restart|pause|resume|stop STATE_DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 start|restart|pause|crash|resume|stop STATE_DIR" >&2; exit 2 ;;
 esac

@@ -3,8 +3,9 @@
 //
 //   POST /charges              creates a charge: 201 {"id":"ch_N",...}, Location /charges/ch_N,
 //                              X-Charge-Id ch_N (any POST path but /release/ does the same)
-//   GET  /stats                {"calls":C,"charges":N,"held":H,"keys":[...]}: POSTs received,
-//                              charges created, requests held now, each POST's Idempotency-Key
+//   GET  /stats                {"calls":C,"charges":N,"held":H,"keys":[...],"charge_keys":[...]}:
+//                              POSTs received, charges created, requests held now, each POST's
+//                              Idempotency-Key, and each charge's (ch_N's is the Nth)
 //   POST /release/NAME         answers every request held under NAME
 //
 // Knobs a test or a curious person sends as request headers on a POST:
@@ -55,6 +56,7 @@ struct Ledger {
   int64_t charges = 0;
   int64_t held = 0;
   json::array keys;
+  json::array charge_keys;  // the Idempotency-Key of each charge, in the order they were created
   std::map<std::string, std::vector<std::shared_ptr<asio::steady_timer>>> holds;
 };
 
@@ -96,7 +98,8 @@ asio::awaitable<Response> Handle(Ledger& ledger, const Request& req) {
                    {{"calls", ledger.calls},
                     {"charges", ledger.charges},
                     {"held", ledger.held},
-                    {"keys", ledger.keys}});
+                    {"keys", ledger.keys},
+                    {"charge_keys", ledger.charge_keys}});
   }
   if (req.method() == http::verb::post && target.rfind("/release/", 0) == 0) {
     auto it = ledger.holds.find(target.substr(9));
@@ -118,6 +121,7 @@ asio::awaitable<Response> Handle(Ledger& ledger, const Request& req) {
   if (status >= 100 && status <= 599)
     co_return Json(req, static_cast<http::status>(status), {{"error", "as asked"}});
   const int64_t n = ++ledger.charges;
+  ledger.charge_keys.emplace_back(HeaderOr(req, "Idempotency-Key", ""));
   Response res = Json(
       req, http::status::created,
       {{"id", "ch_" + std::to_string(n)}, {"charge", n}, {"request_bytes", req.body().size()}});
@@ -202,7 +206,8 @@ constexpr const char* kUsage = R"(usage: charges [--listen HOST:PORT]   (default
 
 A deliberately naive payments API: every POST creates a new charge.
   POST /charges          201 {"id":"ch_N",...}, Location and X-Charge-Id headers
-  GET  /stats            {"calls":C,"charges":N,"held":H,"keys":[each POST's Idempotency-Key]}
+  GET  /stats            {"calls":C,"charges":N,"held":H,"keys":[each POST's Idempotency-Key],
+                          "charge_keys":[each charge's Idempotency-Key: ch_N's is the Nth]}
   POST /release/NAME     answers the requests held under NAME
 Request headers that change a POST's answer:
   X-Charges-Delay-Ms: N       answer after N milliseconds

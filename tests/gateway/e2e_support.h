@@ -25,6 +25,7 @@ class Child {
 
   bool Running();
   void Signal(int signal);
+  pid_t pid() const { return pid_; }
   // Waits for the exit; returns the exit code, 128+signal when killed, -1 on timeout.
   int Wait(std::chrono::milliseconds bound);
 
