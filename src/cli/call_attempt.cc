@@ -63,6 +63,8 @@ AttemptOutcome SendAttempt(http::BlockingClient& client, const CallRequest& requ
                            const HeaderList& extra, Millis timeout, const http::Limits& limits) {
   http::SendOptions options;
   options.limits = limits;
+  // idem call owns the key and sends it again on every attempt anyway (docs/idem-call.md).
+  options.resend = http::Resend::kIdempotentOrKeyed;
   if (timeout.count() > 0) options.deadline = std::chrono::steady_clock::now() + timeout;
   http::SendResult sent = client.Send(request.url, BuildRequest(request, extra), options);
   AttemptOutcome out;

@@ -151,9 +151,12 @@ asio::awaitable<absl::StatusOr<StoredResponse>> ForwardBuffered(
   request.keep_alive(true);
   request.erase(http::field::transfer_encoding);
   request.prepare_payload();
+  // Never sent twice by the gateway: once any byte may have reached the upstream, only the
+  // client, who owns the key, decides whether to retry (a re-send could run the effect twice).
   const hc::SendOptions options{
       .deadline = std::chrono::steady_clock::now() + timeout,
-      .limits = {.max_body = kMaxStoredResponseBody, .max_header = kHeaderLimit}};
+      .limits = {.max_body = kMaxStoredResponseBody, .max_header = kHeaderLimit},
+      .resend = hc::Resend::kUnwritten};
   hc::SendResult sent =
       co_await hc::AsyncSend(pool.pool, std::move(request), options, asio::use_awaitable);
   if (!sent.response.ok()) co_return UpstreamError(sent.response.status(), pool.target, timeout);

@@ -65,10 +65,11 @@ namespace {
 namespace asio = boost::asio;
 using error_code = boost::system::error_code;
 
-// A request that may be sent again after a kept-alive connection turned out dead: it is safe
-// (RFC 9110 idempotent methods) or carries an Idempotency-Key.
-bool IsReplayable(const Request& request) {
+// Whether a request some bytes of which may have reached the server is sent again after a
+// kept-alive connection turned out dead, as `resend` allows (see Resend).
+bool MayResendWritten(const Request& request, Resend resend) {
   using boost::beast::http::verb;
+  if (resend == Resend::kUnwritten) return false;
   switch (request.method()) {
     case verb::get:
     case verb::head:
@@ -78,7 +79,8 @@ bool IsReplayable(const Request& request) {
     case verb::delete_:
       return true;
     default:
-      return request.find("Idempotency-Key") != request.end();
+      return resend == Resend::kIdempotentOrKeyed &&
+             request.find("Idempotency-Key") != request.end();
   }
 }
 
@@ -160,11 +162,15 @@ class SendOp final : public std::enable_shared_from_this<SendOp> {
                                  ec != asio::error::operation_aborted;
     conn_ = PooledConnection();  // closes it: its state is unknown
     if (cancelled_) return Finish(absl::CancelledError("the request was cancelled"), true);
-    if (dead_on_arrival && !resent_ && (!reply.request_written || IsReplayable(request_))) {
+    // Only a request none of whose bytes left is surely unseen by the server: one it read and
+    // dropped unanswered may have had its effect, and is sent again only as options_.resend says.
+    if (dead_on_arrival && !resent_ &&
+        (!reply.any_written || MayResendWritten(request_, options_.resend))) {
       resent_ = true;  // the server closed a kept-alive connection: once more on a fresh one
       return Run();
     }
-    Finish(InterpretExchangeError(ec, options_.limits, pool_->origin().ToString()), true);
+    Finish(InterpretExchangeError(ec, options_.limits, pool_->origin().ToString()),
+           reply.any_written);
   }
 
   void Finish(absl::Status status, bool maybe_sent) {

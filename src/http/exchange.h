@@ -6,8 +6,8 @@
 //   AsyncSend: the same through a ConnectionPool: acquires a connection by the deadline, runs the
 //     exchange, gives the connection back (kept alive when the exchange allows), and resends once
 //     on a fresh connection when a reused one turns out closed by the server before any byte of
-//     the answer arrived (only for a request that was never answered: safe methods, or a request
-//     carrying an Idempotency-Key; or when the write itself failed).
+//     the answer arrived: always when no byte of the request was written, otherwise as
+//     SendOptions::resend allows (by default only idempotent methods; never for kUnwritten).
 //
 // Thread-safety: AsyncSend may be started from any thread, any number at once (each runs on its
 // own strand), except on a single-threaded pool (PoolOptions::single_threaded: started from the
@@ -71,7 +71,11 @@ struct ExchangeReply {
   Response response;             // the final (non-1xx) response, when no error
   bool keep_alive = false;       // the connection may carry another request
   bool request_written = false;  // the whole request was written
-  bool answer_started = false;   // some bytes of an answer arrived (even on error)
+  // Some bytes of the request may have reached the server: false only when the first write
+  // failed before the kernel took any byte (a TLS write that failed counts as written: TLS does
+  // not say how far it got).
+  bool any_written = false;
+  bool answer_started = false;  // some bytes of an answer arrived (even on error)
 };
 
 // Writes `request` (sent as is: set Host and Content-Length first, e.g. prepare_payload()) and
@@ -91,9 +95,26 @@ absl::Status InterpretExchangeError(const boost::system::error_code& ec, const L
 // Whether a failure is worth a retry: Unavailable and DeadlineExceeded.
 bool IsTransient(const absl::Status& status);
 
+// Whether AsyncSend sends a request once more, on a fresh connection, when a kept-alive
+// connection fails before any byte of the answer arrived (the server may have closed it while
+// idle, or may have read the request, run it and dropped the connection: the client cannot tell).
+enum class Resend {
+  // Only a request none of whose bytes can have reached the server (its first write failed).
+  // For a caller that must never be the one to run a request twice (idem serve's guarded
+  // forwards: the client owns the key and decides whether to retry).
+  kUnwritten,
+  // Also a request with an idempotent method (RFC 9110 9.2.2: GET, HEAD, OPTIONS, TRACE, PUT,
+  // DELETE), which a client may repeat by itself.
+  kIdempotent,
+  // Also a request carrying an Idempotency-Key: for the key's owner, which would send the same
+  // key again anyway and relies on the server to recognise it (idem call, the relay's webhooks).
+  kIdempotentOrKeyed,
+};
+
 struct SendOptions {
   SteadyTime deadline = SteadyTime::max();  // for acquiring, writing and reading everything
   Limits limits;
+  Resend resend = Resend::kIdempotent;  // see Resend; at most one resend either way
 };
 
 struct SendResult {
@@ -122,12 +143,13 @@ class ExchangeOp {
       : stream_(stream), request_(request), st_(std::make_unique<State>(limits)) {}
 
   template <class Self>
-  void operator()(Self& self, boost::system::error_code ec = {}, std::size_t = 0) {
+  void operator()(Self& self, boost::system::error_code ec = {}, std::size_t written = 0) {
     switch (st_->step) {
       case Step::kStart:
         st_->step = Step::kWrite;
         return boost::beast::http::async_write(stream_, request_, std::move(self));
       case Step::kWrite:
+        st_->any_written = !ec || written > 0 || stream_.tls() != nullptr;
         if (ec == boost::asio::error::broken_pipe || ec == boost::asio::error::connection_reset) {
           // The server stopped reading and closed: it may have answered before the whole
           // request arrived (a 413 from the head alone). That answer is the outcome, if any.
@@ -157,7 +179,8 @@ class ExchangeOp {
     Step step = Step::kStart;
     int interim = 0;
     bool written = false;
-    bool write_cut = false;  // the server closed before the whole request was written
+    bool any_written = false;  // see ExchangeReply::any_written
+    bool write_cut = false;    // the server closed before the whole request was written
     boost::beast::flat_buffer buffer;
     std::optional<boost::beast::http::response_parser<boost::beast::http::string_body>> parser;
   };
@@ -176,6 +199,7 @@ class ExchangeOp {
   void Complete(Self& self, boost::system::error_code ec) {
     ExchangeReply reply;
     reply.request_written = st_->written;
+    reply.any_written = st_->any_written;
     reply.answer_started =
         st_->interim > 0 || st_->buffer.size() > 0 || (st_->parser && st_->parser->got_some());
     if (!ec) {

@@ -151,6 +151,59 @@ TEST(HttpClient, KeptAliveConnectionClosedWithoutAnswerIsNotResentForAnUnkeyedPo
   EXPECT_EQ(f.server.requests().size(), 2u);
 }
 
+// A POST carrying an Idempotency-Key that the server read and then dropped unanswered may have
+// run: by default it is not sent again (the key's owner decides; idem serve never re-sends a
+// guarded request). A client that owns the key (idem call) may ask for the resend.
+TEST(HttpClient, KeptAliveConnectionClosedWithoutAnswerIsNotResentForAKeyedPost) {
+  Fixture f([](const SeenRequest& s) {
+    if (s.connection == 1 && s.index == 2) return ScriptedReply{"", true};
+    return ScriptedReply{Ok("ok")};
+  });
+  ASSERT_TRUE(f.Send("/a").response.ok());
+  Url url = *ParseUrl(f.server.Url("/charges"));
+  Request keyed = Get(url, bhttp::verb::post);
+  keyed.set("Idempotency-Key", "\"order-17\"");
+  SendResult b = f.client->Send(url, keyed, Within(std::chrono::seconds(5)));
+  EXPECT_EQ(b.response.status().code(), absl::StatusCode::kUnavailable) << b.response.status();
+  EXPECT_TRUE(b.request_sent);
+  EXPECT_EQ(f.server.requests().size(), 2u);
+  EXPECT_EQ(f.server.connections(), 1);
+}
+
+TEST(HttpClient, AKeyedPostIsResentOnceWhenTheCallerOwnsTheKey) {
+  Fixture f([](const SeenRequest& s) {
+    if (s.connection == 1 && s.index == 2) return ScriptedReply{"", true};
+    return ScriptedReply{Ok("ok")};
+  });
+  ASSERT_TRUE(f.Send("/a").response.ok());
+  Url url = *ParseUrl(f.server.Url("/charges"));
+  Request keyed = Get(url, bhttp::verb::post);
+  keyed.set("Idempotency-Key", "\"order-17\"");
+  SendOptions options = Within(std::chrono::seconds(5));
+  options.resend = Resend::kIdempotentOrKeyed;
+  SendResult b = f.client->Send(url, keyed, options);
+  ASSERT_TRUE(b.response.ok()) << b.response.status();
+  ASSERT_EQ(f.server.requests().size(), 3u);
+  EXPECT_EQ(f.server.requests()[2].idempotency_key, "\"order-17\"");
+}
+
+// The gateway's guarded forwards: nothing that may have reached the server is sent again, not
+// even an idempotent method.
+TEST(HttpClient, WithResendUnwrittenAWrittenRequestIsNeverResent) {
+  Fixture f([](const SeenRequest& s) {
+    if (s.connection == 1 && s.index == 2) return ScriptedReply{"", true};
+    return ScriptedReply{Ok("ok")};
+  });
+  ASSERT_TRUE(f.Send("/a").response.ok());
+  Url url = *ParseUrl(f.server.Url("/charges/ch_1"));
+  SendOptions options = Within(std::chrono::seconds(5));
+  options.resend = Resend::kUnwritten;
+  SendResult b = f.client->Send(url, Get(url, bhttp::verb::put), options);
+  EXPECT_EQ(b.response.status().code(), absl::StatusCode::kUnavailable) << b.response.status();
+  EXPECT_TRUE(b.request_sent);
+  EXPECT_EQ(f.server.requests().size(), 2u);
+}
+
 TEST(HttpClient, BodyOverTheLimitIsAClearNonTransientError) {
   Fixture f([](const SeenRequest&) { return ScriptedReply{Ok(std::string(100, 'x'))}; });
   SendResult r = f.Send("/big", bhttp::verb::get, Limits{.max_body = 10});

@@ -54,6 +54,8 @@ Delivery HttpSink::Publish(const OutboxRecord& message) {
   req.prepare_payload();
   http::SendOptions send{.deadline = std::chrono::steady_clock::now() + options_.timeout};
   send.limits.max_body = 64 * 1024;  // an acknowledgement is small; more is read as garbage
+  // The relay owns the message id (its key) and delivers at least once, the receiver deduplicates.
+  send.resend = http::Resend::kIdempotentOrKeyed;
   http::SendResult sent = client_->Send(url_, std::move(req), send);
   if (!sent.response.ok()) {
     return {.kind = Delivery::Kind::kRetry, .error = std::string(sent.response.status().message())};

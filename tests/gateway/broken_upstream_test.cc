@@ -154,9 +154,9 @@ TEST_F(BrokenUpstreamE2E, ACloseDelimitedAnswerIsStoredWholeAndRelayedWhole) {
 // An upstream closes a keep-alive connection that idled in idem's pool past its own keep-alive
 // timeout. The next request must not be lost to it: the pool peeks at an idle connection before
 // lending it out and sees the upstream's close (the FIN has long arrived), so the request goes
-// out on a fresh connection (and were the close to cross the request on the wire, the exchange
-// fails before any answer and is sent once more on a fresh connection: guarded requests carry
-// their Idempotency-Key, so the upstream can tell). Either way: no 502, the key is not lost.
+// out on a fresh connection: no 502, the key is not lost. (Were the close to cross a guarded
+// request on the wire, that request would get 502: its bytes may have reached the upstream, and
+// idem never sends a guarded request twice by itself; see the next test.)
 TEST_F(BrokenUpstreamE2E, AnUpstreamClosingIdleConnectionsLosesNoRequest) {
   ScriptedUpstream upstream(
       [](const std::string&) { return Reply{ScriptedUpstream::Answer("201 Created", "{}")}; },
@@ -176,6 +176,33 @@ TEST_F(BrokenUpstreamE2E, AnUpstreamClosingIdleConnectionsLosesNoRequest) {
   EXPECT_EQ(through.status, 201) << through.body << through.error;
   EXPECT_EQ(upstream.requests(), 3);
   EXPECT_EQ(upstream.connections(), 3);
+}
+
+// An upstream that reads a guarded request on a kept-alive connection, runs its effect and drops
+// the connection before answering: the request may have had its effect, so idem never sends it
+// again by itself (only the client may retry, with its key). One execution, and the client gets
+// 502 with the key released.
+TEST_F(BrokenUpstreamE2E, AGuardedRequestDroppedUnansweredOnAKeptAliveConnectionIsNotResent) {
+  std::atomic<int> effects{0};
+  ScriptedUpstream upstream([&](const std::string& head) {
+    if (TargetOf(head) != "/charges/drop")
+      return Reply{ScriptedUpstream::Answer("201 Created", "{}")};
+    ++effects;  // the effect runs, then the connection is dropped without an answer
+    return Reply{"", true};
+  });
+  StartGateway({}, upstream.Url());
+  KeepAliveClient client(port_);  // one client connection: one io thread's upstream pool
+  auto post = [&](const std::string& key, const std::string& target) {
+    return client.Send("POST", target,
+                       {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, kBody);
+  };
+  ASSERT_EQ(post("order-keep-1", "/charges").status, 201);  // leaves a kept-alive connection
+  const Response dropped = post("order-keep-2", "/charges/drop");
+  ExpectProblem(dropped, 502);
+  EXPECT_EQ(effects.load(), 1) << "the gateway sent the guarded request again by itself";
+  EXPECT_EQ(upstream.requests(), 2);
+  EXPECT_EQ(upstream.connections(), 1);
+  EXPECT_EQ(Metric("idem_keys_in_flight"), 0);
 }
 
 // An upstream that answers Connection: close every time: every request is served on a fresh
