@@ -11,6 +11,10 @@
 namespace idem::sqlite {
 namespace {
 
+// A lease has passed (key_table.h, "Time rules"), with ?B the host clock's boot and ?H its
+// reading (both NULL without a host clock) and ?N the wall clock: written out in each statement
+// as (CASE WHEN lease_boot = ?B THEN lease_host <= ?H ELSE lease_until <= ?N END).
+
 #define IDEM_KEY_COLUMNS                                                                 \
   " tenant, key, fingerprint, state, fence, owner, lease_until, status, headers, body, " \
   "created, updated, expires "
@@ -63,14 +67,27 @@ absl::Status BindScope(Statement& stmt, const Scope& scope) {
   return stmt.BindText(2, scope.key);
 }
 
-// Binds ?1..?7 of a claim: tenant, key, fingerprint, owner, now, lease_until, expires.
+// Binds the host clock to ?index (its boot) and ?index+1 (its reading); NULL for neither when
+// there is no host clock.
+absl::Status BindHost(Statement& stmt, int index, HostTime host) {
+  if (host.boot.empty()) {
+    IDEM_RETURN_IF_ERROR(stmt.BindNull(index));
+    return stmt.BindNull(index + 1);
+  }
+  IDEM_RETURN_IF_ERROR(stmt.BindText(index, host.boot));
+  return stmt.BindInt(index + 1, host.millis);
+}
+
+// Binds ?1..?7 of a claim: tenant, key, fingerprint, owner, now, lease_until, expires; and ?10,
+// ?11: the host clock's boot and reading.
 absl::Status BindClaim(Statement& stmt, const ClaimParams& p) {
   IDEM_RETURN_IF_ERROR(BindScope(stmt, p.scope));
   IDEM_RETURN_IF_ERROR(stmt.BindText(3, p.fingerprint));
   IDEM_RETURN_IF_ERROR(stmt.BindText(4, p.owner));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(5, p.now_ms));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(6, p.lease_until_ms));
-  return stmt.BindInt(7, p.expires_ms);
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(7, p.expires_ms));
+  return BindHost(stmt, 10, p.host);
 }
 
 }  // namespace
@@ -102,8 +119,8 @@ absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const Cla
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
-                   "lease_until, created, updated, expires) "
-                   "VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7) "
+                   "lease_until, created, updated, expires, lease_boot, lease_host) "
+                   "VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7, ?10, ?11 + ?6 - ?5) "
                    "ON CONFLICT (tenant, key) DO NOTHING"));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(8, fence));
@@ -128,7 +145,8 @@ absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const 
       Statement stmt,
       conn.Prepare("UPDATE idem_keys SET fingerprint = ?3, state = 'in_progress', "
                    "fence = ?8, owner = ?4, lease_until = ?6, status = 0, headers = x'', "
-                   "body = x'', created = ?5, updated = ?5, expires = ?7 "
+                   "body = x'', created = ?5, updated = ?5, expires = ?7, lease_boot = ?10, "
+                   "lease_host = ?11 + ?6 - ?5 "
                    "WHERE tenant = ?1 AND key = ?2 AND expires <= ?5 RETURNING" IDEM_KEY_COLUMNS));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(8, fence));
@@ -140,9 +158,11 @@ absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(Connection& conn, const 
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("UPDATE idem_keys SET fence = ?9, owner = ?4, lease_until = ?6, "
-                   "updated = ?5, expires = max(expires, ?6) "
+                   "updated = ?5, expires = max(expires, ?6), lease_boot = ?10, "
+                   "lease_host = ?11 + ?6 - ?5 "
                    "WHERE tenant = ?1 AND key = ?2 AND fence = ?8 AND state = 'in_progress' "
-                   "AND fingerprint = ?3 AND lease_until <= ?5 AND expires > ?5 "
+                   "AND fingerprint = ?3 AND expires > ?5 AND (CASE WHEN lease_boot = ?10 "
+                   "THEN lease_host <= ?11 ELSE lease_until <= ?5 END) "
                    "RETURNING" IDEM_KEY_COLUMNS));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(8, expected_fence));
@@ -170,15 +190,17 @@ absl::StatusOr<std::optional<UpsertedClaim>> ReclaimExisting(Connection& conn,
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
-                   "lease_until, created, updated, expires) "
-                   "VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7) "
+                   "lease_until, created, updated, expires, lease_boot, lease_host) "
+                   "VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7, ?10, ?11 + ?6 - ?5) "
                    "ON CONFLICT (tenant, key) DO UPDATE SET fingerprint = ?3, "
                    "state = 'in_progress', fence = ?8, owner = ?4, lease_until = ?6, "
+                   "lease_boot = ?10, lease_host = ?11 + ?6 - ?5, "
                    "status = 0, headers = x'', body = x'', "
                    "created = CASE WHEN expires <= ?5 THEN ?5 ELSE created END, updated = ?5, "
                    "expires = CASE WHEN expires <= ?5 THEN ?7 ELSE max(expires, ?6) END "
-                   "WHERE expires <= ?5 OR (state = 'in_progress' AND fingerprint = ?3 "
-                   "AND lease_until <= ?5) "
+                   "WHERE expires <= ?5 OR (state = 'in_progress' AND fingerprint = ?3 AND "
+                   "(CASE WHEN lease_boot = ?10 THEN lease_host <= ?11 ELSE lease_until <= ?5 "
+                   "END)) "
                    "RETURNING created, expires"));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(8, fence));
@@ -227,16 +249,18 @@ absl::StatusOr<std::optional<KeyRecord>> SelectLive(Connection& conn, const Scop
 }
 
 absl::StatusOr<int64_t> ExtendLease(Connection& conn, const Scope& scope, int64_t fence,
-                                    int64_t now_ms, int64_t lease_until_ms) {
+                                    int64_t now_ms, int64_t lease_until_ms, HostTime host) {
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("UPDATE idem_keys SET lease_until = ?5, updated = ?4, "
-                   "expires = max(expires, ?5) WHERE tenant = ?1 AND key = ?2 AND fence = ?3 "
+                   "expires = max(expires, ?5), lease_boot = ?6, lease_host = ?7 + ?5 - ?4 "
+                   "WHERE tenant = ?1 AND key = ?2 AND fence = ?3 "
                    "AND state = 'in_progress' AND expires > ?4"));
   IDEM_RETURN_IF_ERROR(BindScope(stmt, scope));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(3, fence));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(4, now_ms));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(5, lease_until_ms));
+  IDEM_RETURN_IF_ERROR(BindHost(stmt, 6, host));
   return StepChanges(conn, stmt);
 }
 
@@ -272,15 +296,19 @@ absl::StatusOr<int64_t> DeleteClaim(Connection& conn, const Scope& scope, int64_
   return StepChanges(conn, stmt);
 }
 
-absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, int64_t max_rows) {
+absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, HostTime host,
+                                      int64_t max_rows) {
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare(
           "DELETE FROM idem_keys WHERE rowid IN (SELECT rowid FROM idem_keys "
-          "WHERE expires <= ?1 AND (state <> 'in_progress' OR lease_until <= ?1) "
-          "LIMIT ?2) AND expires <= ?1 AND (state <> 'in_progress' OR lease_until <= ?1)"));
+          "WHERE expires <= ?1 AND (state <> 'in_progress' OR (CASE WHEN lease_boot = ?3 "
+          "THEN lease_host <= ?4 ELSE lease_until <= ?1 END)) LIMIT ?2) AND expires <= ?1 AND "
+          "(state <> 'in_progress' OR (CASE WHEN lease_boot = ?3 THEN lease_host <= ?4 "
+          "ELSE lease_until <= ?1 END))"));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(1, now_ms));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(2, max_rows));
+  IDEM_RETURN_IF_ERROR(BindHost(stmt, 3, host));
   return StepChanges(conn, stmt);
 }
 
@@ -343,8 +371,9 @@ absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p,
           p.scope.key, p.scope.tenant));
     }
     // Only the same request takes a lapsed claim over; another one's is reported as it is.
+    // Whether the lease passed is TakeOverLapsed's to say (on the host clock, key_table.h).
     if (!take_over_lapsed || live->state != KeyState::kInProgress ||
-        live->lease_until_ms > p.now_ms || live->fingerprint != p.fingerprint) {
+        live->fingerprint != p.fingerprint) {
       return ClaimResult{false, *std::move(live)};
     }
     IDEM_ASSIGN_OR_RETURN(won, TakeOverLapsed(conn, p, live->fence, fence));

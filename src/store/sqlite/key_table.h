@@ -3,8 +3,10 @@
 //
 // Time rules (all times integer ms from the store's Clock):
 //  - a record is live while now < expires; at and after expires it counts as absent;
-//  - a lease has passed at and after lease_until (now >= lease_until), so a takeover needs
-//    lease_until <= now;
+//  - a lease has passed at and after its end. A lease written with a host clock reading
+//    (common/host_clock.h) ends at lease_host on the host clock of boot lease_boot, and every
+//    process of that boot reads it there: a step of the wall clock moves no lease. Read from
+//    another boot (or written without a host clock) it ends at lease_until, on the wall clock.
 //  - an in_progress record expires at max(created + retention, lease_until): a live lease keeps
 //    its record live.
 //
@@ -19,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/host_clock.h"
 #include "idem/record.h"
 #include "idem/store.h"
 #include "store/sqlite/sqlite_connection.h"
@@ -32,6 +35,9 @@ struct ClaimParams {
   int64_t now_ms;
   int64_t lease_until_ms;
   int64_t expires_ms;  // of the new in_progress record
+  // The host clock at now_ms; the lease ends at host.millis + (lease_until_ms - now_ms) on it.
+  // An empty boot: the lease runs on the wall clock alone.
+  HostTime host = {};
 };
 
 // Fences (idem/store.h, "Fences"): one store-wide counter, table idem_fence. NextFence reads the
@@ -80,7 +86,7 @@ absl::StatusOr<std::optional<KeyRecord>> SelectLive(Connection& conn, const Scop
 // The fenced writes: each touches only a live in_progress record holding `fence` and returns how
 // many rows it changed (0 or 1).
 absl::StatusOr<int64_t> ExtendLease(Connection& conn, const Scope& scope, int64_t fence,
-                                    int64_t now_ms, int64_t lease_until_ms);
+                                    int64_t now_ms, int64_t lease_until_ms, HostTime host);
 absl::StatusOr<int64_t> RecordOutcome(Connection& conn, const Scope& scope, int64_t fence,
                                       KeyState state, const StoredResponse& response,
                                       int64_t now_ms, int64_t expires_ms);
@@ -89,7 +95,8 @@ absl::StatusOr<int64_t> DeleteClaim(Connection& conn, const Scope& scope, int64_
 
 // Deletes at most `max_rows` expired records (in_progress ones only once their lease passed too)
 // and returns how many. The predicate is checked again on each row it deletes.
-absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, int64_t max_rows);
+absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, HostTime host,
+                                      int64_t max_rows);
 
 // The records `query` selects (checked by the caller), in (tenant, key) order.
 absl::StatusOr<std::vector<KeyRecord>> SelectMany(Connection& conn, const KeyQuery& query,

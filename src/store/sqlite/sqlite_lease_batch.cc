@@ -17,8 +17,8 @@ namespace {
 // One batch under the write lock: the time it runs at and the fences it hands out.
 class Batch {
  public:
-  Batch(Connection& conn, int64_t now, Millis retention)
-      : conn_(conn), now_(now), retention_(retention) {}
+  Batch(Connection& conn, int64_t now, HostTime host, Millis retention)
+      : conn_(conn), now_(now), host_(host), retention_(retention) {}
 
   // The result of `write`, or the error that fails the whole batch (a failed statement).
   absl::StatusOr<LeaseWriteResult> Apply(const LeaseWrite& write);
@@ -43,6 +43,7 @@ class Batch {
 
   Connection& conn_;
   const int64_t now_;
+  const HostTime host_;  // the host clock at now_, which leases run on
   const Millis retention_;
   std::optional<int64_t> next_fence_;  // read from the counter at the batch's first claim
   int64_t first_fence_ = 0;
@@ -80,7 +81,8 @@ absl::StatusOr<LeaseWriteResult> Batch::Claim(const LeaseWrite& write) {
   const int64_t lease_until = now_ + write.lease.count();
   const ClaimParams params{write.scope, write.fingerprint,
                            write.owner, now_,
-                           lease_until, std::max(now_ + retention_.count(), lease_until)};
+                           lease_until, std::max(now_ + retention_.count(), lease_until),
+                           host_};
   IDEM_ASSIGN_OR_RETURN(std::optional<UpsertedClaim> won, UpsertClaim(conn_, params, *next_fence_));
   LeaseWriteResult result = Result(absl::OkStatus());
   if (won.has_value()) {
@@ -105,7 +107,7 @@ absl::StatusOr<LeaseWriteResult> Batch::Heartbeat(const LeaseWrite& write) {
   if (absl::Status lease = CheckLease(write.lease); !lease.ok()) return Result(lease);
   const int64_t lease_until = now_ + write.lease.count();
   IDEM_ASSIGN_OR_RETURN(int64_t changed,
-                        ExtendLease(conn_, write.scope, write.fence, now_, lease_until));
+                        ExtendLease(conn_, write.scope, write.fence, now_, lease_until, host_));
   if (changed != 1) return Stale(write, "heartbeat");
   LeaseWriteResult result = Result(absl::OkStatus());
   result.lease_until_ms = lease_until;
@@ -133,10 +135,12 @@ absl::StatusOr<LeaseWriteResult> Batch::Release(const LeaseWrite& write) {
 }
 
 absl::StatusOr<std::vector<LeaseWriteResult>> ApplyAll(Connection& conn, const Clock& clock,
+                                                       const HostClock* host_clock,
                                                        Millis retention,
                                                        std::span<const LeaseWrite> writes) {
   // Read the time under the write lock: the wait for it may have been long.
-  Batch batch(conn, clock.NowMillis(), retention);
+  Batch batch(conn, clock.NowMillis(), host_clock != nullptr ? host_clock->Now() : HostTime{},
+              retention);
   std::vector<LeaseWriteResult> results;
   results.reserve(writes.size());
   for (const LeaseWrite& write : writes) {
@@ -150,11 +154,13 @@ absl::StatusOr<std::vector<LeaseWriteResult>> ApplyAll(Connection& conn, const C
 }  // namespace
 
 absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(Connection& conn, const Clock& clock,
+                                                              const HostClock* host_clock,
                                                               Millis retention,
                                                               std::span<const LeaseWrite> writes) {
   if (writes.empty()) return std::vector<LeaseWriteResult>();
   IDEM_RETURN_IF_ERROR(conn.Run("BEGIN IMMEDIATE"));
-  absl::StatusOr<std::vector<LeaseWriteResult>> results = ApplyAll(conn, clock, retention, writes);
+  absl::StatusOr<std::vector<LeaseWriteResult>> results =
+      ApplyAll(conn, clock, host_clock, retention, writes);
   absl::Status status = results.status();
   if (status.ok()) {
     status = conn.Run("COMMIT");

@@ -83,6 +83,7 @@ absl::StatusOr<OpenSettings> ResolveOpenSettings(std::string_view path,
   settings.create_if_missing = options.create_if_missing;
   settings.retention = options.retention;
   settings.clock = options.clock != nullptr ? options.clock : &SystemClock();
+  if (settings.clock == &SystemClock()) settings.host_clock = &SystemHostClock();
   while (!uri_query.empty()) {
     const size_t amp = uri_query.find('&');
     IDEM_RETURN_IF_ERROR(ApplyQueryPair(uri_query.substr(0, amp), settings));

@@ -4,10 +4,12 @@
 #ifndef IDEM_STORE_SQLITE_SQLITE_OPTIONS_H_
 #define IDEM_STORE_SQLITE_SQLITE_OPTIONS_H_
 
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "common/host_clock.h"
 #include "idem/clock.h"
 #include "idem/store.h"
 #include "store/sqlite/sqlite_connection.h"
@@ -25,6 +27,9 @@ struct OpenSettings {
   int max_connections = 8;
   Millis retention{0};
   Clock* clock = nullptr;  // never null
+  // The clock leases run on (key_table.h, "Time rules"): SystemHostClock() beside the system
+  // clock; null (leases on `clock` alone) beside a clock the caller injected.
+  const HostClock* host_clock = nullptr;
 };
 
 // Returns the settings for `path` and `uri_query` ("synchronous=full|normal",
@@ -35,6 +40,13 @@ struct OpenSettings {
 absl::StatusOr<OpenSettings> ResolveOpenSettings(std::string_view path,
                                                  std::string_view uri_query,
                                                  const StoreOptions& options);
+
+// OpenSqliteStore (idem/sqlite_store.h) with leases on `host_clock` (null: on the store's clock
+// alone), whatever clock `options` injects: for tests of the host clock.
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStoreWithHostClock(std::string_view path,
+                                                                    std::string_view uri_query,
+                                                                    const StoreOptions& options,
+                                                                    const HostClock* host_clock);
 
 }  // namespace idem::sqlite
 

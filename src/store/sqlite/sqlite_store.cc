@@ -47,8 +47,9 @@ absl::Status CheckLease(Millis lease) {
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(std::shared_ptr<ConnectionPool> pool, const Clock& clock, Millis retention)
-      : pool_(std::move(pool)), clock_(clock), retention_(retention) {}
+  SqliteStore(std::shared_ptr<ConnectionPool> pool, const Clock& clock, const HostClock* host_clock,
+              Millis retention)
+      : pool_(std::move(pool)), clock_(clock), host_clock_(host_clock), retention_(retention) {}
 
   absl::StatusOr<ClaimResult> Claim(const ClaimRequest& request) override;
   absl::StatusOr<KeyRecord> TakeOver(const ClaimRequest& request, int64_t expected_fence) override;
@@ -70,7 +71,7 @@ class SqliteStore final : public Store {
       std::span<const LeaseWrite> writes) override {
     if (writes.empty()) return std::vector<LeaseWriteResult>();
     IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
-    return sqlite::ApplyLeaseBatch(*conn, clock_, retention_, writes);
+    return sqlite::ApplyLeaseBatch(*conn, clock_, host_clock_, retention_, writes);
   }
   absl::StatusOr<std::unique_ptr<StoreTransaction>> Begin() override;
 
@@ -82,15 +83,21 @@ class SqliteStore final : public Store {
   absl::Status FencedWrite(
       const Scope& scope, int64_t fence, std::string_view operation,
       const std::function<absl::StatusOr<int64_t>(Connection&, int64_t)>& write);
+  // A claim at wall time `now`, its lease on the host clock read with it.
   ClaimParams Params(const ClaimRequest& request, int64_t now) const {
     const int64_t lease_until = now + request.lease.count();
     return ClaimParams{request.scope, request.fingerprint,
                        request.owner, now,
-                       lease_until,   std::max(now + retention_.count(), lease_until)};
+                       lease_until,   std::max(now + retention_.count(), lease_until),
+                       HostNow()};
   }
+
+  // The host clock's reading, which leases run on; none without a host clock.
+  HostTime HostNow() const { return host_clock_ != nullptr ? host_clock_->Now() : HostTime{}; }
 
   std::shared_ptr<ConnectionPool> pool_;
   const Clock& clock_;
+  const HostClock* const host_clock_;  // null: leases on clock_ alone
   const Millis retention_;
 };
 
@@ -156,7 +163,7 @@ absl::Status SqliteStore::FencedWrite(
 absl::Status SqliteStore::Heartbeat(const Scope& scope, int64_t fence, Millis lease) {
   IDEM_RETURN_IF_ERROR(CheckLease(lease));
   return FencedWrite(scope, fence, "heartbeat", [&](Connection& conn, int64_t now) {
-    return sqlite::ExtendLease(conn, scope, fence, now, now + lease.count());
+    return sqlite::ExtendLease(conn, scope, fence, now, now + lease.count(), HostNow());
   });
 }
 
@@ -192,7 +199,8 @@ absl::StatusOr<int64_t> SqliteStore::SweepExpired(int64_t max_rows) {
   IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
   int64_t deleted = 0;
   IDEM_RETURN_IF_ERROR(InWriteTransaction(*conn, [&]() -> absl::Status {
-    IDEM_ASSIGN_OR_RETURN(deleted, sqlite::DeleteExpired(*conn, clock_.NowMillis(), max_rows));
+    IDEM_ASSIGN_OR_RETURN(deleted,
+                          sqlite::DeleteExpired(*conn, clock_.NowMillis(), HostNow(), max_rows));
     return absl::OkStatus();
   }));
   return deleted;
@@ -243,7 +251,8 @@ absl::StatusOr<std::unique_ptr<Store>> OpenChecked(const std::string& path,
   }
   auto pool = std::make_shared<ConnectionPool>(path, settings.connection, settings.max_connections);
   pool->Adopt(std::move(conn));
-  return std::make_unique<SqliteStore>(std::move(pool), *settings.clock, settings.retention);
+  return std::make_unique<SqliteStore>(std::move(pool), *settings.clock, settings.host_clock,
+                                       settings.retention);
 }
 
 absl::Status MustExist(const std::string& path) {
@@ -251,6 +260,28 @@ absl::Status MustExist(const std::string& path) {
   if (std::filesystem::exists(path, error)) return absl::OkStatus();
   return absl::NotFoundError(fmt::format(
       "the SQLite database '{}' does not exist (nothing was created); check the path", path));
+}
+
+// The rest of OpenSqliteStore, once its settings are resolved.
+absl::StatusOr<std::unique_ptr<Store>> OpenResolved(sqlite::OpenSettings settings,
+                                                    Millis lock_timeout) {
+  if (!settings.create_if_missing) IDEM_RETURN_IF_ERROR(MustExist(settings.path));
+  // Nothing is half-written on failure: the checks run before any write, and the migrations
+  // apply in one transaction. A file this call created stays behind empty, and a later open
+  // sets it up.
+  //
+  // While several processes open a new file at once, SQLite can answer SQLITE_BUSY without
+  // calling the busy handler (switching to WAL, recovering the WAL index), so the open itself
+  // waits out such a lock, within lock_timeout, as every later statement does.
+  const auto deadline = std::chrono::steady_clock::now() + lock_timeout;
+  for (int64_t pause_ms = 1;; pause_ms = std::min<int64_t>(pause_ms * 2, 50)) {
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenChecked(settings.path, settings);
+    if (store.ok() || !absl::IsUnavailable(store.status()) ||
+        std::chrono::steady_clock::now() + Millis(pause_ms) > deadline) {
+      return store;
+    }
+    std::this_thread::sleep_for(Millis(pause_ms));
+  }
 }
 
 }  // namespace
@@ -268,23 +299,20 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(std::string_view path,
                                                        const StoreOptions& options) {
   IDEM_ASSIGN_OR_RETURN(sqlite::OpenSettings settings,
                         sqlite::ResolveOpenSettings(path, uri_query, options));
-  if (!settings.create_if_missing) IDEM_RETURN_IF_ERROR(MustExist(settings.path));
-  // Nothing is half-written on failure: the checks run before any write, and the migrations
-  // apply in one transaction. A file this call created stays behind empty, and a later open
-  // sets it up.
-  //
-  // While several processes open a new file at once, SQLite can answer SQLITE_BUSY without
-  // calling the busy handler (switching to WAL, recovering the WAL index), so the open itself
-  // waits out such a lock, within lock_timeout, as every later statement does.
-  const auto deadline = std::chrono::steady_clock::now() + options.lock_timeout;
-  for (int64_t pause_ms = 1;; pause_ms = std::min<int64_t>(pause_ms * 2, 50)) {
-    absl::StatusOr<std::unique_ptr<Store>> store = OpenChecked(settings.path, settings);
-    if (store.ok() || !absl::IsUnavailable(store.status()) ||
-        std::chrono::steady_clock::now() + Millis(pause_ms) > deadline) {
-      return store;
-    }
-    std::this_thread::sleep_for(Millis(pause_ms));
-  }
+  return OpenResolved(std::move(settings), options.lock_timeout);
 }
+
+namespace sqlite {
+
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStoreWithHostClock(std::string_view path,
+                                                                    std::string_view uri_query,
+                                                                    const StoreOptions& options,
+                                                                    const HostClock* host_clock) {
+  IDEM_ASSIGN_OR_RETURN(OpenSettings settings, ResolveOpenSettings(path, uri_query, options));
+  settings.host_clock = host_clock;
+  return OpenResolved(std::move(settings), options.lock_timeout);
+}
+
+}  // namespace sqlite
 
 }  // namespace idem
