@@ -121,30 +121,31 @@ absl::StatusOr<Batch> Relay::Claim(const Batch* unfinished) {
                       options_.let_dead_pass, unfinished);
 }
 
-absl::StatusOr<Relay::Pass> Relay::Deliver(
-    const Batch& batch, std::set<std::string> held_back, std::set<std::string>* unacknowledged,
-    const std::function<std::vector<std::string>()>& taken_over) {
-  Progress progress{.stopped = std::move(held_back)};
+absl::StatusOr<Relay::Pass> Relay::Deliver(const Batch& batch, const NextBatch& next) {
+  Progress progress;
   if (sink_.concurrent()) {
     PublishWaves(batch, progress);
   } else {
     PublishInOrder(batch, progress);
   }
-  if (absl::Status done = store_.Finish(batch, progress.outcomes, clock_.NowMillis(), taken_over);
-      !done.ok()) {
-    return done;
-  }
-  for (const Outcome& outcome : progress.outcomes) {
-    if (outcome.kind == Outcome::Kind::kRetry) retries_due_ms_.insert(outcome.next_attempt_ms);
-  }
-  if (unacknowledged != nullptr) {
+  std::function<Successor()> successor;
+  std::set<std::string> unacknowledged;
+  if (next) {
     std::set<int64_t> sent;
     for (const Outcome& outcome : progress.outcomes) {
       if (outcome.kind == Outcome::Kind::kSent) sent.insert(outcome.seq);
     }
     for (const OutboxRecord& message : batch.messages) {
-      if (!sent.contains(message.seq)) unacknowledged->insert(message.aggregate_key);
+      if (!sent.contains(message.seq)) unacknowledged.insert(message.aggregate_key);
     }
+    successor = [&] { return next(progress.pass, unacknowledged); };
+  }
+  if (absl::Status done = store_.Finish(batch, progress.outcomes, clock_.NowMillis(), successor);
+      !done.ok()) {
+    return done;
+  }
+  for (const Outcome& outcome : progress.outcomes) {
+    if (outcome.kind == Outcome::Kind::kRetry) retries_due_ms_.insert(outcome.next_attempt_ms);
   }
   return progress.pass;
 }
@@ -152,7 +153,7 @@ absl::StatusOr<Relay::Pass> Relay::Deliver(
 absl::StatusOr<Relay::Pass> Relay::RunOnce() {
   absl::StatusOr<Batch> batch = Claim(nullptr);
   if (!batch.ok()) return batch.status();
-  return Deliver(*batch, {}, nullptr, {});
+  return Deliver(*batch, {});
 }
 
 absl::Status Relay::Housekeeping(int64_t now_ms) {
@@ -171,23 +172,43 @@ absl::Status Relay::Housekeeping(int64_t now_ms) {
   }
 }
 
+Successor Relay::Decide(Batch& next, const Pass& pass,
+                        const std::set<std::string>& unacknowledged) {
+  // Kept, the batch would hold back each aggregate the pass left unacknowledged, whose earlier
+  // messages are not in it: given back, the next claim takes them in order.
+  const bool keep =
+      pass.attempted > 0 && !pass.gone && !stop_.load() && !next.messages.empty() &&
+      std::none_of(next.messages.begin(), next.messages.end(),
+                   [&](const OutboxRecord& m) { return unacknowledged.contains(m.aggregate_key); });
+  if (!keep) return {.batch = &next, .keep = false};
+  // Its publishing starts now: a claim that aged while the pass ran (a slow sink) would have
+  // less than its lease left to publish in. A young one is not renewed: that would cost a write
+  // of each of its leases per pass.
+  const int64_t now = clock_.NowMillis();
+  const int64_t young = std::min<int64_t>(options_.lease.count() / 10, 1'000);
+  if (now - next.claimed_ms <= young) return {.batch = &next, .keep = true};
+  return {.batch = &next, .keep = true, .renew_until_ms = now + options_.lease.count()};
+}
+
 absl::Status Relay::Run(int max_store_failures) {
   int failures = 0;
   absl::StatusOr<retry::Backoff> store_backoff =
       retry::Backoff::Create({.base = Millis(100), .cap = Millis(5'000)}, rng_());
-  // The next batch, claimed while the current one is published (PostgreSQL), and the aggregates
-  // of the current one that it must hold back.
+  // The next batch, claimed while the current one is published (PostgreSQL).
   std::future<absl::StatusOr<Batch>> ahead;
   std::optional<absl::StatusOr<Batch>> ahead_claimed;  // once `ahead` is done
-  std::set<std::string> unacknowledged;
+  bool ahead_kept = false;  // the current pass decided to publish it next (or it failed)
   auto await_ahead = [&] {
     if (ahead.valid()) ahead_claimed = ahead.get();
   };
-  // The aggregates the claim ahead took over (Finish leaves their leases alone).
-  auto taken_over = [&] {
+  const NextBatch next = [&](const Pass& pass, const std::set<std::string>& unacknowledged) {
     await_ahead();
-    return ahead_claimed && ahead_claimed->ok() ? (*ahead_claimed)->leased
-                                                : std::vector<std::string>{};
+    if (!ahead_claimed) return Successor{};
+    ahead_kept = true;  // a failed claim is the next pass's error
+    if (!ahead_claimed->ok()) return Successor{};
+    const Successor successor = Decide(**ahead_claimed, pass, unacknowledged);
+    ahead_kept = successor.keep;
+    return successor;
   };
   // Gives a batch claimed ahead back unpublished: its leases, some taken over from the batch
   // before it, are released at once rather than left to lapse. A failure here changes nothing:
@@ -201,25 +222,25 @@ absl::Status Relay::Run(int max_store_failures) {
   };
   while (!stop_.load()) {
     await_ahead();
-    const bool claimed_ahead = ahead_claimed.has_value();
-    const int64_t claimed_at_ms = clock_.NowMillis();
-    absl::StatusOr<Batch> claimed = claimed_ahead ? *std::move(ahead_claimed) : Claim(nullptr);
+    absl::StatusOr<Batch> claimed = ahead_claimed ? *std::move(ahead_claimed) : Claim(nullptr);
     ahead_claimed.reset();
+    ahead_kept = false;
+    int64_t claimed_at_ms = 0;
     absl::StatusOr<Pass> pass = absl::UnknownError("not claimed");
     if (!claimed.ok()) {
       pass = claimed.status();
     } else {
+      claimed_at_ms = claimed->claimed_ms;
       // Shared with the claim ahead, which reads its token and seqs while it is published.
       auto batch = std::make_shared<const Batch>(*std::move(claimed));
-      std::set<std::string> held_back;
-      if (claimed_ahead) held_back.swap(unacknowledged);
-      unacknowledged.clear();
-      if (store_.claims_ahead() && !batch->messages.empty() && !stop_.load()) {
+      const bool claim_ahead = store_.claims_ahead() && !batch->messages.empty() && !stop_.load();
+      if (claim_ahead) {
         ahead = std::async(std::launch::async, [this, batch] { return Claim(batch.get()); });
       }
-      pass = Deliver(*batch, std::move(held_back), &unacknowledged, taken_over);
+      pass = Deliver(*batch, claim_ahead ? next : NextBatch());
     }
     if (pass.ok()) {
+      if (!ahead_kept) ahead_claimed.reset();  // given back when the pass was recorded
       if (absl::Status kept = Housekeeping(clock_.NowMillis()); !kept.ok()) pass = kept;
     }
     if (!pass.ok()) {
@@ -238,9 +259,7 @@ absl::Status Relay::Run(int max_store_failures) {
           "pending",
           pass->gone_error));
     }
-    // A batch claimed ahead that had nothing to send says nothing of the outbox: the batch before
-    // it still held messages then. Claim again at once.
-    if (pass->attempted == 0 && !claimed_ahead) Wait(IdleWait(claimed_at_ms));
+    if (pass->attempted == 0) Wait(IdleWait(claimed_at_ms));
   }
   give_back_ahead();
   return absl::OkStatus();

@@ -10,9 +10,13 @@
 // On PostgreSQL, Run claims batch k+1 on a second thread (its own pooled connection) while
 // batch k is published and recorded (RelayStore::claims_ahead), so the store's work on one
 // overlaps the sink's on the other. That claim leaves k's messages out and may take k's leases
-// over, so k+1 may hold later messages of k's aggregates; an aggregate any of whose messages in
-// k was not acknowledged is held back in k+1, so no message goes out before every earlier one
-// of its aggregate was acknowledged. k is recorded before k+1 is published.
+// over, so k+1 may hold later messages of k's aggregates. When k is recorded, k+1 is kept only if
+// k attempted something and acknowledged every message of each aggregate k+1 has a message of;
+// otherwise it is given back and the next batch claimed afresh (a batch that held an aggregate
+// back while its predecessor's earlier messages waited in another batch could alternate with it
+// for ever). A kept k+1 whose claim is older than a tenth of the lease (at most 1 s) has its
+// leases renewed then, when its publishing starts. So no message goes out before every earlier
+// one of its aggregate was acknowledged, and k is recorded before k+1 is published.
 //
 // Thread-safety: Run and RunOnce on one thread; RequestStop and Wake from any thread.
 #ifndef IDEM_RELAY_RELAY_LOOP_H_
@@ -80,9 +84,10 @@ class Relay final {
   // claimed ahead is given back unpublished), the sink says the endpoint is gone
   // (FailedPrecondition with the sink's words), or the store fails `max_store_failures` times in
   // a row (its error). Claims again at once after a pass that published anything; waits
-  // poll_interval after an empty pass, less when Wake() is called or the wake source fires (also
-  // for a wake that came during the pass), or when a retry this relay recorded falls due first;
-  // a failing store is retried with backoff.
+  // poll_interval after a pass that attempted nothing (found nothing, or nothing it could send),
+  // less when Wake() is called or the wake source fires (also for a wake that came during the
+  // pass), or when a retry this relay recorded falls due first; a failing store is retried with
+  // backoff.
   absl::Status Run(int max_store_failures = 30);
 
   void RequestStop();
@@ -106,13 +111,14 @@ class Relay final {
     std::vector<Outcome> outcomes;
     std::set<std::string> stopped;  // aggregates whose earlier message failed in this batch
   };
+  // Once a batch is published: what becomes of the batch claimed ahead of it, given what the
+  // pass did and the batch's aggregates with a message not acknowledged (Run).
+  using NextBatch =
+      std::function<Successor(const Pass& pass, const std::set<std::string>& unacknowledged)>;
   absl::StatusOr<Batch> Claim(const Batch* unfinished);
-  // Publishes `batch`, leaving out the aggregates `held_back`, and records it (`taken_over`:
-  // see RelayStore::Finish). Adds to `unacknowledged` (when given) the aggregates of the batch
-  // that have a message not sent.
-  absl::StatusOr<Pass> Deliver(const Batch& batch, std::set<std::string> held_back,
-                               std::set<std::string>* unacknowledged,
-                               const std::function<std::vector<std::string>()>& taken_over);
+  // Publishes `batch` and records it, with the batch claimed ahead of it when `next` is set
+  // (RelayStore::Finish).
+  absl::StatusOr<Pass> Deliver(const Batch& batch, const NextBatch& next);
   // Publishes the batch one message at a time, in seq order.
   void PublishInOrder(const Batch& batch, Progress& progress);
   // Publishes the batch in waves of distinct aggregates (Sink::concurrent()).
@@ -121,11 +127,14 @@ class Relay final {
   void Settle(const OutboxRecord& message, const Delivery& delivery, Progress& progress);
   Outcome Fail(const OutboxRecord& message, const Delivery& delivery, int64_t now_ms);
   void Wait(Millis wait);
-  // The wait after a pass that found nothing: poll_interval, or less when a retry this relay
+  // The wait after a pass that attempted nothing: poll_interval, or less when a retry this relay
   // recorded falls due sooner (no notification announces it).
   Millis IdleWait(int64_t claimed_at_ms);
   // Counts pending messages every 5 s, deletes sent ones past retention every retention_every.
   absl::Status Housekeeping(int64_t now_ms);
+  // Whether the batch claimed ahead (`next`) is published after a pass, and with its lease
+  // renewed.
+  Successor Decide(Batch& next, const Pass& pass, const std::set<std::string>& unacknowledged);
 
   RelayStore& store_;
   Sink& sink_;

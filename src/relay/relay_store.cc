@@ -126,6 +126,59 @@ absl::Status Record(Transaction& tx, const Outcome& outcome) {
   return absl::InternalError("unknown outcome");
 }
 
+// Releases `batch`'s leases and, when `next` is given back, its successor's, by primary key
+// ("WHERE token = ..." alone scanned the whole lease table). The leases a kept successor took
+// over carry its token now and stay held: they are left out of the list.
+absl::Status ReleaseLeases(Transaction& tx, const Batch& batch, const Successor& next) {
+  std::vector<std::string> release = batch.leased;
+  std::string other_token = batch.token;
+  if (next.batch != nullptr && next.keep) {
+    const std::set<std::string_view> kept(next.batch->leased.begin(), next.batch->leased.end());
+    std::erase_if(release, [&](const std::string& key) { return kept.contains(key); });
+  } else if (next.batch != nullptr) {
+    release.insert(release.end(), next.batch->leased.begin(), next.batch->leased.end());
+    other_token = next.batch->token;
+  }
+  if (release.empty()) return absl::OkStatus();
+  const SqlValue params[] = {batch.token, KeyList(release), other_token};
+  return tx
+      .Execute(
+          "UPDATE idem_outbox_leases SET lease_until_ms = 0 WHERE aggregate_key IN (SELECT "
+          "jsonb_array_elements_text($2::jsonb)) AND token IN ($1, $3)",
+          params)
+      .status();
+}
+
+// Renews the leases of `next` that still carry its token until `until_ms`; returns their
+// aggregates.
+absl::StatusOr<std::vector<std::string>> RenewLeases(Transaction& tx, const Batch& next,
+                                                     int64_t until_ms) {
+  std::vector<std::string> renewed;
+  if (next.leased.empty()) return renewed;
+  const SqlValue params[] = {next.token, KeyList(next.leased), until_ms};
+  IDEM_ASSIGN_OR_RETURN(
+      std::vector<SqlRow> rows,
+      tx.Query("UPDATE idem_outbox_leases SET lease_until_ms = $3 WHERE aggregate_key IN (SELECT "
+               "jsonb_array_elements_text($2::jsonb)) AND token = $1 RETURNING aggregate_key",
+               params));
+  for (const SqlRow& row : rows) {
+    const std::string* key = row.empty() ? nullptr : std::get_if<std::string>(&row.front());
+    if (key == nullptr) return absl::InternalError("renewing leases returned no key");
+    renewed.push_back(*key);
+  }
+  return renewed;
+}
+
+// `batch` after its leases were renewed until `until_ms`: only the aggregates of `renewed`, and
+// their messages, are still its own.
+void KeepRenewed(Batch& batch, const std::vector<std::string>& renewed, int64_t until_ms) {
+  batch.lease_until_ms = until_ms;
+  const std::set<std::string_view> held(renewed.begin(), renewed.end());
+  std::erase_if(batch.messages,
+                [&](const OutboxRecord& m) { return !held.contains(m.aggregate_key); });
+  std::erase_if(batch.leased, [&](const std::string& key) { return !held.contains(key); });
+}
+
 }  // namespace
 
 absl::StatusOr<Dialect> DialectOf(std::string_view uri) {
@@ -152,7 +205,7 @@ absl::StatusOr<Batch> RelayStore::Claim(int64_t now_ms, int64_t max_messages, in
                   Runnable(Dialect::kSqlite));
   return outbox::InTransaction(store_, [&](StoreTransaction& tx) -> absl::StatusOr<Batch> {
     IDEM_ASSIGN_OR_RETURN(std::vector<SqlRow> rows, tx.Query(sql, params));
-    Batch batch{.lease_until_ms = now_ms + lease_ms};
+    Batch batch{.claimed_ms = now_ms, .lease_until_ms = now_ms + lease_ms};
     IDEM_ASSIGN_OR_RETURN(batch.messages, Decode(rows));
     return batch;
   });
@@ -162,6 +215,7 @@ absl::StatusOr<Batch> RelayStore::ClaimPostgres(int64_t now_ms, int64_t max_mess
                                                 int64_t lease_ms, bool let_dead_pass,
                                                 const Batch* unfinished) {
   Batch batch{.token = fmt::format("{}:{}", owner_, ++claims_),
+              .claimed_ms = now_ms,
               .lease_until_ms = now_ms + lease_ms};
   const int64_t dead = let_dead_pass ? 1 : 0;
   const std::string runnable = Runnable(Dialect::kPostgres);
@@ -228,40 +282,31 @@ absl::StatusOr<Batch> RelayStore::ClaimPostgres(int64_t now_ms, int64_t max_mess
 }
 
 absl::Status RelayStore::Finish(const Batch& batch, const std::vector<Outcome>& outcomes,
-                                int64_t now_ms,
-                                const std::function<std::vector<std::string>()>& taken_over) {
-  return outbox::InTransaction(
-             store_,
-             [&](StoreTransaction& tx) -> absl::StatusOr<bool> {
-               std::vector<int64_t> sent;
-               for (const Outcome& outcome : outcomes) {
-                 if (outcome.kind == Outcome::Kind::kSent) {
-                   sent.push_back(outcome.seq);
-                 } else {
-                   IDEM_RETURN_IF_ERROR(Record(tx, outcome));
-                 }
-               }
-               IDEM_RETURN_IF_ERROR(RecordSent(tx, dialect_, sent, now_ms));
-               std::vector<std::string> release = batch.leased;
-               if (taken_over && !release.empty()) {
-                 const std::vector<std::string> kept = taken_over();
-                 const std::set<std::string_view> skip(kept.begin(), kept.end());
-                 std::erase_if(release, [&](const std::string& key) { return skip.contains(key); });
-               }
-               if (!release.empty()) {
-                 // By primary key: "WHERE token = $1" alone scanned the whole lease table. A
-                 // lease a claim ahead took over carries its token now, and stays held.
-                 const SqlValue params[] = {batch.token, KeyList(release)};
-                 IDEM_RETURN_IF_ERROR(
-                     tx.Execute("UPDATE idem_outbox_leases SET lease_until_ms = 0 WHERE "
-                                "aggregate_key IN (SELECT jsonb_array_elements_text($2::jsonb)) "
-                                "AND token = $1",
-                                params)
-                         .status());
-               }
-               return true;
-             })
-      .status();
+                                int64_t now_ms, const std::function<Successor()>& successor) {
+  Successor next;
+  std::vector<std::string> renewed;
+  absl::Status done =
+      outbox::InTransaction(store_, [&](StoreTransaction& tx) -> absl::StatusOr<bool> {
+        std::vector<int64_t> sent;
+        for (const Outcome& outcome : outcomes) {
+          if (outcome.kind == Outcome::Kind::kSent) {
+            sent.push_back(outcome.seq);
+          } else {
+            IDEM_RETURN_IF_ERROR(Record(tx, outcome));
+          }
+        }
+        IDEM_RETURN_IF_ERROR(RecordSent(tx, dialect_, sent, now_ms));
+        if (successor) next = successor();
+        IDEM_RETURN_IF_ERROR(ReleaseLeases(tx, batch, next));
+        if (next.batch != nullptr && next.keep && next.renew_until_ms > 0) {
+          IDEM_ASSIGN_OR_RETURN(renewed, RenewLeases(tx, *next.batch, next.renew_until_ms));
+        }
+        return true;
+      }).status();
+  if (done.ok() && next.batch != nullptr && next.keep && next.renew_until_ms > 0) {
+    KeepRenewed(*next.batch, renewed, next.renew_until_ms);
+  }
+  return done;
 }
 
 absl::StatusOr<int64_t> RelayStore::CountPending() {

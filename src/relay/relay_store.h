@@ -14,8 +14,8 @@
 //    A relay may claim its next batch while the previous one is still published (claiming
 //    ahead): that claim leaves the unfinished batch's messages out and takes its aggregates over
 //    from it (their leases then carry the new batch's token), so an aggregate can have messages
-//    in both batches; the caller publishes the later batch's only after the earlier batch's
-//    messages of that aggregate were acknowledged (Relay::Run).
+//    in both batches. When the earlier batch is finished, the later one is either kept (its
+//    leases renewed when its claim has aged) or given back (Successor; Relay::Run decides).
 //
 // Thread-safety: one RelayStore per relay; on PostgreSQL a claim ahead may run on a second
 // thread beside the relay's other calls (each transaction takes its own pooled connection).
@@ -41,7 +41,8 @@ enum class Dialect { kSqlite, kPostgres };
 absl::StatusOr<Dialect> DialectOf(std::string_view uri);
 
 struct Batch {
-  std::string token;  // the lease token (PostgreSQL); "" on SQLite
+  std::string token;       // the lease token (PostgreSQL); "" on SQLite
+  int64_t claimed_ms = 0;  // when it was claimed
   int64_t lease_until_ms = 0;
   std::vector<std::string> leased;     // the aggregates leased under `token` (PostgreSQL)
   std::vector<OutboxRecord> messages;  // seq order; per aggregate a prefix of its chain
@@ -53,6 +54,20 @@ struct Outcome {
   enum class Kind { kSent, kRetry, kDead } kind = Kind::kSent;
   int64_t next_attempt_ms = 0;  // kRetry: when it is due again
   std::string error;            // kRetry, kDead: why
+};
+
+// The batch a relay claimed ahead while another was published (PostgreSQL, Relay::Run), and what
+// becomes of it when that other batch is finished.
+struct Successor {
+  Batch* batch = nullptr;  // null: there is none (or its claim failed)
+  // true: it is published next, so its leases stay held, those it took over from the finished
+  // batch included; false: it is given back, its leases released with the finished batch's.
+  bool keep = false;
+  // With keep, when > 0: its leases are renewed until then, because its publishing starts now.
+  // Once that is committed, Finish sets batch->lease_until_ms to it and drops from the batch the
+  // aggregates whose lease no longer carries its token (another relay took the lease after it
+  // lapsed), with their messages.
+  int64_t renew_until_ms = 0;
 };
 
 class RelayStore final {
@@ -78,13 +93,14 @@ class RelayStore final {
 
   // Records `outcomes` (attempted messages of `batch`) at `now_ms` and releases the batch's
   // leases, in one transaction. A message already sent or purged meanwhile is left as it is.
-  // `taken_over`, when set, is called after the outcomes are recorded and before the leases are
-  // released: it returns the aggregates a claim ahead took over from `batch`, once that claim
-  // has committed. Their leases are left alone: releasing them by the batch's token would
-  // change nothing, but would wait for the claim's row locks (the relay's loop measured 24 ms
-  // per release so). Errors: Unavailable.
+  // `successor`, when set, is called after the outcomes are recorded and before the leases are
+  // released: it returns the batch claimed ahead of `batch` (once that claim has committed) and
+  // whether it is kept or given back (Successor). The leases a kept successor took over from
+  // `batch` are left alone: releasing them by the batch's token would change nothing, but would
+  // cost a lock on each row (the relay's loop measured 24 ms per release so). Errors:
+  // Unavailable; then nothing is recorded, released or renewed.
   absl::Status Finish(const Batch& batch, const std::vector<Outcome>& outcomes, int64_t now_ms,
-                      const std::function<std::vector<std::string>()>& taken_over = {});
+                      const std::function<Successor()>& successor = {});
 
   // Returns how many messages are pending. Errors: Unavailable.
   absl::StatusOr<int64_t> CountPending();

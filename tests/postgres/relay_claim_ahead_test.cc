@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "idem/outbox.h"
@@ -130,6 +131,48 @@ TEST_F(RelayClaimAhead, EveryMessageIsSentOnceInOrderPerAggregate) {
       for (const auto& [payload, state] : States()) EXPECT_EQ(state, OutboxState::kSent) << payload;
     }
   }
+}
+
+// Publishing takes 9 s a message (lease 30 s, send timeout 10 s, batches of 2): when the second
+// batch, claimed ahead at the start, begins to be published 18 s later, its claim's lease has
+// 12 s left, room for one message. Its lease runs from then instead, so both of its messages go
+// out in it, before the third batch's c1 (with the claim's lease, b2 waited for a later batch).
+TEST_F(RelayClaimAhead, BatchClaimedAheadHasItsLeaseFromWhenItsPublishingStarts) {
+  Fresh();
+  Add({{"a", "a1"}, {"b", "b1"}, {"a", "a2"}, {"b", "b2"}, {"c", "c1"}});
+  class SlowSink final : public Sink {
+   public:
+    SlowSink(Store& store, ManualClock& clock) : store_(store), clock_(clock) {}
+    Delivery Publish(const OutboxRecord& message) override {
+      // The clock moves only once the claim ahead of the first batch ("ahead:2") has leased.
+      if (published.empty()) {
+        EXPECT_TRUE(ClaimedAhead()) << "the second batch was not claimed";
+      }
+      published.push_back(message.payload);
+      clock_.Advance(Millis(9'000));
+      return {};
+    }
+    std::vector<std::string> published;
+
+   private:
+    bool ClaimedAhead() {
+      for (int i = 0; i < 500; ++i) {
+        auto tx = store_.Begin();
+        if (!tx.ok()) return false;
+        auto rows = (*tx)->Query("SELECT 1 FROM idem_outbox_leases WHERE token = 'ahead:2'", {});
+        (void)(*tx)->Rollback();
+        if (rows.ok() && !rows->empty()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      return false;
+    }
+    Store& store_;
+    ManualClock& clock_;
+  };
+  SlowSink sink(*store_, clock_);
+  RunUntilIdle(sink, 2);
+  EXPECT_EQ(sink.published, (std::vector<std::string>{"a1", "b1", "a2", "b2", "c1"}));
+  for (const auto& [payload, state] : States()) EXPECT_EQ(state, OutboxState::kSent) << payload;
 }
 
 }  // namespace
