@@ -124,7 +124,9 @@ absl::StatusOr<std::unique_ptr<relay::Sink>> MakeSink(const RelayFlags& f, Milli
         fmt::format("--sink '{}' is not known: use http or nats", f.sink));
   }
 #ifdef IDEM_RELAY_WITH_NATS
-  if (f.url.empty()) return absl::InvalidArgumentError("--sink nats needs --url nats://HOST:PORT");
+  if (f.url.empty()) {
+    return absl::InvalidArgumentError("--sink nats needs --url nats://HOST:PORT[,HOST:PORT...]");
+  }
   if (f.subject_prefix.empty()) {
     return absl::InvalidArgumentError("--sink nats needs --subject-prefix (e.g. idem.events)");
   }
@@ -268,7 +270,8 @@ void AddRelayCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--store", f->store, "The store: sqlite:PATH or postgresql://...")->required();
   cmd->add_option("--sink", f->sink, "Where messages go: http or nats")->required();
   cmd->add_option("--url", f->url,
-                  "http: the endpoint each message is POSTed to; nats: nats://HOST:PORT");
+                  "http: the endpoint each message is POSTed to; nats: nats://HOST:PORT, or a "
+                  "list nats://HOST:PORT,HOST:PORT");
   cmd->add_option("--secret", f->secret,
                   "http: whsec_<base64> signing key (default: $IDEM_WEBHOOK_SECRET)");
   cmd->add_option("--subject-prefix", f->subject_prefix,

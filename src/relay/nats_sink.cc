@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 
 namespace idem::relay {
@@ -38,13 +39,54 @@ const char* ConnectionState(natsConnStatus status) {
   }
 }
 
+// One server of --url's list, "HOST:PORT" (or "HOST", port 4222), with "nats://" before it or
+// not: true when it names a host and, if any, a port from 1 to 65535.
+bool IsServer(std::string_view server) {
+  if (server.starts_with("nats://")) server.remove_prefix(7);
+  if (!server.empty() && server.back() == '/') server.remove_suffix(1);
+  const size_t colon = server.rfind(':');
+  const std::string_view host = server.substr(0, colon);
+  if (host.empty() || std::any_of(host.begin(), host.end(), [](char c) { return c <= ' '; })) {
+    return false;
+  }
+  if (colon == std::string_view::npos) return true;
+  int port = 0;
+  const std::string_view digits = server.substr(colon + 1);
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  return error == std::errc() && end == digits.data() + digits.size() && port >= 1 && port <= 65535;
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<NatsSink>> NatsSink::Create(const NatsSinkOptions& options) {
-  if (!options.url.starts_with("nats://") || options.url.size() <= 7) {
-    return absl::InvalidArgumentError(
-        fmt::format("--url '{}': the NATS sink needs nats://HOST:PORT", options.url));
+absl::StatusOr<std::vector<std::string>> NatsServers(const std::string& url) {
+  const auto refused = [&] {
+    return absl::InvalidArgumentError(fmt::format(
+        "--url '{}': the NATS sink needs nats://HOST:PORT, or a list of servers as the key store "
+        "takes it: nats://HOST:PORT,HOST:PORT",
+        url));
+  };
+  if (!url.starts_with("nats://") || url.find('?') != std::string::npos) return refused();
+  std::string_view rest = std::string_view(url).substr(7);
+  std::string_view credentials;  // "user:password@", put before each server
+  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    credentials = rest.substr(0, at + 1);
+    rest.remove_prefix(at + 1);
   }
+  std::vector<std::string> servers;
+  while (true) {
+    const size_t comma = rest.find(',');
+    std::string_view server = rest.substr(0, comma);
+    if (!IsServer(server)) return refused();
+    if (server.starts_with("nats://")) server.remove_prefix(7);
+    servers.push_back(fmt::format("nats://{}{}", credentials, server));
+    if (comma == std::string_view::npos) return servers;
+    rest.remove_prefix(comma + 1);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<NatsSink>> NatsSink::Create(const NatsSinkOptions& options) {
+  absl::StatusOr<std::vector<std::string>> servers = NatsServers(options.url);
+  if (!servers.ok()) return servers.status();
   if (!IsPlainSubject(options.subject_prefix)) {
     return absl::InvalidArgumentError(fmt::format(
         "--subject-prefix '{}': write a NATS subject without wildcards or spaces, e.g. idem.events",
@@ -55,13 +97,17 @@ absl::StatusOr<std::unique_ptr<NatsSink>> NatsSink::Create(const NatsSinkOptions
         "the number of outstanding acknowledgements must be 1 or more");
   }
   std::unique_ptr<NatsSink> sink(new NatsSink(options));
-  if (absl::Status connected = sink->Connect(); !connected.ok()) return connected;
+  if (absl::Status connected = sink->Connect(*servers); !connected.ok()) return connected;
   return sink;
 }
 
-absl::Status NatsSink::Connect() {
+absl::Status NatsSink::Connect(const std::vector<std::string>& servers) {
+  std::vector<const char*> list;
+  for (const std::string& server : servers) list.push_back(server.c_str());
   natsStatus s = natsOptions_Create(&nats_options_);
-  if (s == NATS_OK) s = natsOptions_SetURL(nats_options_, options_.url.c_str());
+  if (s == NATS_OK) {
+    s = natsOptions_SetServers(nats_options_, list.data(), static_cast<int>(list.size()));
+  }
   if (s != NATS_OK) {
     return absl::InvalidArgumentError(fmt::format("--url '{}': {}", options_.url, StatusText(s)));
   }

@@ -32,16 +32,21 @@
 namespace idem::relay {
 
 struct NatsSinkOptions {
-  std::string url;             // nats://host:port
+  std::string url;             // nats://host:port, or nats://host:port,host:port,... (servers)
   std::string subject_prefix;  // messages go to <subject_prefix>.<topic>
   Millis timeout{10'000};      // a wave's acknowledgements, all of them. Default 10 s.
   int max_pending = 256;       // acknowledgements outstanding at once. Default 256.
 };
 
+// The servers of a --url, one libnats URL each: "nats://[USER:PASSWORD@]HOST:PORT" alone or in a
+// comma-separated list, "nats://HOST:PORT,HOST:PORT" (as the key store's URI lists them; each may
+// also repeat "nats://"; the credentials go on each). Errors: InvalidArgument, saying the form.
+absl::StatusOr<std::vector<std::string>> NatsServers(const std::string& url);
+
 class NatsSink final : public Sink {
  public:
   // Starts connecting (in the background: a server that is down makes attempts fail and be
-  // retried, as with HTTP). Errors: InvalidArgument for a URL that is not nats://HOST:PORT, a
+  // retried, as with HTTP). Errors: InvalidArgument for a URL NatsServers refuses, a
   // prefix that is not a subject without wildcards, or max_pending < 1.
   static absl::StatusOr<std::unique_ptr<NatsSink>> Create(const NatsSinkOptions& options);
   ~NatsSink() override;
@@ -54,7 +59,7 @@ class NatsSink final : public Sink {
 
  private:
   explicit NatsSink(NatsSinkOptions options) : options_(std::move(options)) {}
-  absl::Status Connect();
+  absl::Status Connect(const std::vector<std::string>& servers);
   // Builds the NATS message of `message`; null, with `failed` saying why, when it cannot be sent.
   natsMsg* Build(const OutboxRecord& message, Delivery& failed);
   static void OnAck(jsCtx* js, natsMsg* msg, jsPubAck* ack, jsPubAckErr* err, void* closure);

@@ -210,6 +210,29 @@ TEST_F(RelayNats, UnreachableServerIsRetriedNotLost) {
   EXPECT_NE(m->last_error.find("not connected"), std::string::npos) << m->last_error;
 }
 
+// --url with a list of servers, as the key store's URI takes it ("nats://HOST:PORT,HOST:PORT"):
+// one server of the list is down, the other is the fixture's. The relay connects to the one that
+// answers and publishes (it used to take the list as one URL and never connect).
+TEST_F(RelayNats, ServerListInUrlConnectsToAServerThatAnswers) {
+  const std::string live = url_.substr(std::string("nats://").size());
+  const std::string down = "127.0.0.1:" + std::to_string(e2e::FreePort());
+  int n = 0;
+  for (const std::string& list :
+       {"nats://" + down + "," + live, "nats://" + live + ",nats://" + down}) {
+    SCOPED_TRACE(list);
+    const std::vector<std::string> ids = Add({{"a", std::to_string(++n)}});
+    std::vector<std::string> args =
+        NatsArgs({"--once", "--timeout", "2s", "--backoff-base", "1h", "--backoff-cap", "2h"});
+    args[6] = list;  // the --url value
+    CallRun run = Idem(args);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    auto m = GetOutboxMessage(*store_, ids[0]);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->state, OutboxState::kSent) << m->last_error;
+    EXPECT_EQ(Stream().size(), static_cast<size_t>(n));
+  }
+}
+
 TEST_F(RelayNats, BadFlagsAreUsageErrors) {
   struct Case {
     std::vector<std::string> args;
@@ -219,6 +242,9 @@ TEST_F(RelayNats, BadFlagsAreUsageErrors) {
       {{"--sink", "nats", "--subject-prefix", "p"}, "--url"},
       {{"--sink", "nats", "--url", url_}, "--subject-prefix"},
       {{"--sink", "nats", "--url", "http://127.0.0.1:4222", "--subject-prefix", "p"}, "nats://"},
+      {{"--sink", "nats", "--url", url_ + ",", "--subject-prefix", "p"}, "nats://"},
+      {{"--sink", "nats", "--url", url_ + ",127.0.0.1:x", "--subject-prefix", "p"}, "nats://"},
+      {{"--sink", "nats", "--url", url_ + "?bucket=b", "--subject-prefix", "p"}, "nats://"},
       {{"--sink", "nats", "--url", url_, "--subject-prefix", "p.*"}, "--subject-prefix"},
       {{"--sink", "nats", "--url", url_, "--subject-prefix", "p", "--max-in-flight", "0"},
        "outstanding"},
