@@ -45,9 +45,11 @@ Example:
 
 struct Flags {
   std::string listen, upstream, store, admin, config, lease, upstream_timeout, retention, max_body,
-      tenant_header, lock_timeout, cache_bytes, cacert, log_level = "info";
+      tenant_header, lock_timeout, cache_bytes, cacert, record_wait, max_pending_bytes,
+      log_level = "info";
   bool require_key = false;
   int io_threads = 0;
+  int max_pending_outcomes = 0;
   int store_threads = 0;
 };
 
@@ -63,6 +65,7 @@ absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayCon
   if (given("--require-key")) config.require_key = f.require_key;
   if (given("--io-threads")) config.io_threads = f.io_threads;
   if (given("--store-threads")) config.store_threads = f.store_threads;
+  if (given("--max-pending-outcomes")) config.max_pending_outcomes = f.max_pending_outcomes;
   struct DurationFlag {
     const char* name;
     const std::string& text;
@@ -72,7 +75,8 @@ absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayCon
        {DurationFlag{"--lease", f.lease, config.lease},
         DurationFlag{"--upstream-timeout", f.upstream_timeout, config.upstream_timeout},
         DurationFlag{"--retention", f.retention, config.retention},
-        DurationFlag{"--lock-timeout", f.lock_timeout, config.store_lock_timeout}}) {
+        DurationFlag{"--lock-timeout", f.lock_timeout, config.store_lock_timeout},
+        DurationFlag{"--record-wait", f.record_wait, config.record_wait}}) {
     if (!given(d.name)) continue;
     absl::StatusOr<Millis> value = retry::ParseDuration(d.text);
     if (!value.ok())
@@ -86,7 +90,9 @@ absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayCon
     int64_t& into;
   };
   for (const SizeFlag& z : {SizeFlag{"--max-body", f.max_body, config.max_body},
-                            SizeFlag{"--cache-bytes", f.cache_bytes, config.cache_bytes}}) {
+                            SizeFlag{"--cache-bytes", f.cache_bytes, config.cache_bytes},
+                            SizeFlag{"--max-pending-bytes", f.max_pending_bytes,
+                                     config.max_pending_bytes}}) {
     if (!given(z.name)) continue;
     absl::StatusOr<int64_t> size = gateway::ParseByteSize(z.text);
     if (!size.ok())
@@ -214,6 +220,14 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--tenant-header", f->tenant_header, "Header naming the tenant of a key");
   cmd->add_option("--lock-timeout", f->lock_timeout,
                   "How long a store call waits for a store locked by another process (5s)");
+  cmd->add_option("--record-wait", f->record_wait,
+                  "How long a client waits for its outcome to be recorded when the store "
+                  "fails; then 503 and the outcome is still recorded (5s)");
+  cmd->add_option("--max-pending-outcomes", f->max_pending_outcomes,
+                  "Outcomes kept while their recording is retried; past it, new guarded "
+                  "requests get 503 (10000)");
+  cmd->add_option("--max-pending-bytes", f->max_pending_bytes,
+                  "Bytes of outcomes kept while their recording is retried (64MiB)");
   cmd->add_option("--io-threads", f->io_threads, "io threads (default: one per core)");
   cmd->add_option("--store-threads", f->store_threads,
                   "Threads reading the store for replays and waits (2); one more writes");

@@ -10,10 +10,21 @@ namespace {
 
 // Why the gateway is not ready, or "" when it is.
 asio::awaitable<std::string> NotReadyReason(GatewayContext& ctx, UpstreamPool& pool) {
-  KeyOp op{.kind = KeyOp::Kind::kGet, .scope = {.tenant = "", .key = "idem-readiness-probe"}};
+  const Scope probe_key{.tenant = "", .key = "idem-readiness-probe"};
+  KeyOp op{.kind = KeyOp::Kind::kGet, .scope = probe_key};
   KeyOpResult probe = co_await AwaitKeyOp(ctx, std::move(op));
   if (!probe.status.ok() && !absl::IsNotFound(probe.status))
     co_return "key store unavailable: " + std::string(probe.status.message());
+  // Reads may work while writes do not (a store locked by another process, a full disk, a
+  // primary gone): after a failed write, a write decides (a heartbeat of a key nobody holds,
+  // which changes nothing; any answer but Unavailable means writes go through again).
+  if (ctx.store_unreachable.load(std::memory_order_relaxed)) {
+    KeyOp beat{.kind = KeyOp::Kind::kHeartbeat, .scope = probe_key, .lease = ctx.config.lease,
+               .fence = 1};
+    KeyOpResult wrote = co_await AwaitKeyOp(ctx, std::move(beat));
+    if (absl::IsUnavailable(wrote.status))
+      co_return "key store unavailable for writes: " + std::string(wrote.status.message());
+  }
   absl::Status upstream = co_await ProbeUpstream(pool, 1s);
   if (!upstream.ok()) co_return "upstream unavailable: " + std::string(upstream.message());
   co_return "";

@@ -183,6 +183,12 @@ absl::Status Reader::Top(const toml::table& table, GatewayConfig& config) const 
       s = Duration(node, key, config.body_timeout);
     else if (key == "drain_timeout")
       s = Duration(node, key, config.drain_timeout);
+    else if (key == "record_wait")
+      s = Duration(node, key, config.record_wait);
+    else if (key == "max_pending_outcomes")
+      s = Int(node, key, config.max_pending_outcomes);
+    else if (key == "max_pending_bytes")
+      s = Size(node, key, config.max_pending_bytes);
     else if (key == "route") {
       const toml::array* routes = node.as_array();
       if (routes == nullptr || !routes->is_array_of_tables())

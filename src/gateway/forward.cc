@@ -143,8 +143,9 @@ absl::StatusOr<UpstreamTarget> ParseUpstreamUrl(std::string_view url) {
   return target;
 }
 
-asio::awaitable<absl::StatusOr<StoredResponse>> ForwardBuffered(
-    UpstreamPool& pool, http::request<http::string_body> request, Millis timeout) {
+asio::awaitable<UpstreamAnswer> ForwardBuffered(UpstreamPool& pool,
+                                                http::request<http::string_body> request,
+                                                Millis timeout, asio::cancellation_slot cancel) {
   if (!pool.target.path_prefix.empty())  // Beast reallocates a target even when it is the same
     request.target(Prefixed(pool.target, request.target()));
   request.set(http::field::host, pool.target.authority);
@@ -157,13 +158,27 @@ asio::awaitable<absl::StatusOr<StoredResponse>> ForwardBuffered(
       .deadline = std::chrono::steady_clock::now() + timeout,
       .limits = {.max_body = kMaxStoredResponseBody, .max_header = kHeaderLimit},
       .resend = hc::Resend::kUnwritten};
-  hc::SendResult sent =
-      co_await hc::AsyncSend(pool.pool, std::move(request), options, asio::use_awaitable);
-  if (!sent.response.ok()) co_return UpstreamError(sent.response.status(), pool.target, timeout);
+  // A connected slot is bound to the send only when given: an unbound send still follows the
+  // calling coroutine's own cancellation (a parallel group's).
+  // (No co_await inside a conditional expression: GCC 12 miscompiles it.)
+  hc::SendResult sent;
+  if (cancel.is_connected()) {
+    sent = co_await hc::AsyncSend(pool.pool, std::move(request), options,
+                                  asio::bind_cancellation_slot(cancel, asio::use_awaitable));
+  } else {
+    sent = co_await hc::AsyncSend(pool.pool, std::move(request), options, asio::use_awaitable);
+  }
+  if (!sent.response.ok()) {
+    if (absl::IsCancelled(sent.response.status()))
+      co_return UpstreamAnswer{.response = sent.response.status()};
+    co_return UpstreamAnswer{.response = UpstreamError(sent.response.status(), pool.target, timeout),
+                             .head_received = sent.answer_head_received};
+  }
   hc::Response& response = *sent.response;
-  co_return StoredResponse{.status = static_cast<int>(response.result_int()),
-                           .headers = EndToEndHeaders(response.base()),
-                           .body = std::move(response.body())};
+  co_return UpstreamAnswer{
+      .response = StoredResponse{.status = static_cast<int>(response.result_int()),
+                                 .headers = EndToEndHeaders(response.base()),
+                                 .body = std::move(response.body())}};
 }
 
 asio::awaitable<absl::Status> ProbeUpstream(UpstreamPool& pool, Millis timeout) {

@@ -44,12 +44,24 @@ struct UpstreamPool {
   std::shared_ptr<::idem::http::ConnectionPool> pool;
 };
 
+// What ForwardBuffered got from the upstream.
+struct UpstreamAnswer {
+  // The answer: status, every end-to-end header, body. Errors: Unavailable when the upstream
+  // cannot be reached or closes the connection before a whole answer; DeadlineExceeded when the
+  // whole exchange takes longer than the timeout; DataLoss when the answer is not HTTP/1.1 or too
+  // large; Cancelled when `cancel` was emitted.
+  absl::StatusOr<StoredResponse> response;
+  // On an error: the head of the upstream's final answer had arrived, so the upstream ran the
+  // request (its body was then too large, cut off, malformed or too slow).
+  bool head_received = false;
+};
+
 // Sends `request` (its target is prefixed with the upstream's path prefix, Host set) and returns
-// the answer: status, every end-to-end header, body. Errors: Unavailable when the upstream cannot
-// be reached or closes the connection before a whole answer; DeadlineExceeded when the whole
-// exchange takes longer than `timeout`; DataLoss when the answer is not HTTP/1.1 or too large.
-asio::awaitable<absl::StatusOr<StoredResponse>> ForwardBuffered(
-    UpstreamPool& pool, http::request<http::string_body> request, Millis timeout);
+// the answer. Emitting `cancel` (when connected) ends the exchange at once with Cancelled.
+asio::awaitable<UpstreamAnswer> ForwardBuffered(UpstreamPool& pool,
+                                                http::request<http::string_body> request,
+                                                Millis timeout,
+                                                asio::cancellation_slot cancel = {});
 
 // Streams the request whose header `parser` has read from `client` to the upstream, then the
 // upstream's answer back to `client`; `idle_timeout` bounds each read and write. Answers 502 or

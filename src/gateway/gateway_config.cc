@@ -81,6 +81,9 @@ absl::Status ValidateSettings(const GatewayConfig& config) {
     return Bad("io threads must be 0 or more, store threads and max connections 1 or more");
   if (config.max_requests_per_connection < 1)
     return Bad("max_requests_per_connection must be 1 or more");
+  if (config.record_wait <= 0ms) return Bad("--record-wait must be above 0");
+  if (config.max_pending_outcomes < 1 || config.max_pending_bytes < 1)
+    return Bad("--max-pending-outcomes and --max-pending-bytes must be 1 or more");
   return absl::OkStatus();
 }
 

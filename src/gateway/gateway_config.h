@@ -74,6 +74,14 @@ struct GatewayConfig {
   Millis header_timeout = 10s;  // to read a request's headers
   Millis body_timeout = 30s;    // to read a request's body
   Millis drain_timeout = 10s;   // SIGTERM: how long in-flight requests may still finish
+  // How long a client waits for its outcome to be recorded when the store does not take it at
+  // once (the outcome is kept and its recording retried); past it the client gets 503
+  // outcome-not-recorded and retries with the same key.
+  Millis record_wait = 5s;
+  // Outcomes kept in memory while their recording is retried, by count and bytes; past either
+  // bound a new guarded request gets 503 before anything is forwarded.
+  int max_pending_outcomes = 10000;
+  int64_t max_pending_bytes = 64 << 20;
   std::vector<Route> routes;    // first match wins; empty: one default route
 };
 

@@ -6,6 +6,7 @@ namespace idem::gateway {
 
 asio::awaitable<KeyOpResult> AwaitKeyOp(GatewayContext& ctx, KeyOp op) {
   const auto start = std::chrono::steady_clock::now();
+  const bool write = op.kind != KeyOp::Kind::kGet;
   auto executor = co_await asio::this_coro::executor;
   KeyOpResult result =
       co_await asio::async_initiate<decltype(asio::use_awaitable), void(KeyOpResult)>(
@@ -16,6 +17,7 @@ asio::awaitable<KeyOpResult> AwaitKeyOp(GatewayContext& ctx, KeyOp op) {
           },
           asio::use_awaitable, std::move(op));
   ctx.metrics.store_seconds.Observe(std::chrono::steady_clock::now() - start);
+  if (write) NoteStoreStatus(ctx, result.status);
   co_return result;
 }
 

@@ -25,10 +25,23 @@ struct GatewayContext {
   InFlight& in_flight;
   std::string owner;                  // this process's lease owner name
   std::atomic<bool> draining{false};  // SIGTERM: answer what is running, then close connections
+  // The last store write answered Unavailable (the store is down, restarting or locked);
+  // cleared by the next write the store answers. /readyz reports it.
+  std::atomic<bool> store_unreachable{false};
 };
 
+// Notes whether the store answered a write (`status` is that write's): any status but
+// Unavailable says it did.
+inline void NoteStoreStatus(GatewayContext& ctx, const absl::Status& status) {
+  const bool unreachable = absl::IsUnavailable(status);
+  // Read first: on the usual path nothing changes, and no cache line is written.
+  if (ctx.store_unreachable.load(std::memory_order_relaxed) != unreachable)
+    ctx.store_unreachable.store(unreachable, std::memory_order_relaxed);
+}
+
 // Runs `op` on the key service and resumes on the calling coroutine's executor with its result.
-// Records the time it took in metrics.store_seconds.
+// Records the time it took in metrics.store_seconds, and a write's status in
+// ctx.store_unreachable.
 asio::awaitable<KeyOpResult> AwaitKeyOp(GatewayContext& ctx, KeyOp op);
 
 }  // namespace idem::gateway

@@ -71,4 +71,27 @@ StoredResponse MismatchResponse() {
       Origin::kStore));
 }
 
+StoredResponse NotRecordedResponse(std::string detail, int retry_after_seconds) {
+  return ProblemResponse(Problem{.status = 503,
+                                 .type = std::string(kProblemTypeBase) + "outcome-not-recorded",
+                                 .title = "Outcome not yet recorded",
+                                 .detail = std::move(detail),
+                                 .retry_after_seconds = retry_after_seconds});
+}
+
+StoredResponse AnswerNotKeptResponse(std::string detail) {
+  return ProblemResponse(Problem{.status = 502,
+                                 .type = std::string(kProblemTypeBase) + "upstream-answer-not-kept",
+                                 .title = "Upstream answer could not be kept",
+                                 .detail = std::move(detail)});
+}
+
+StoredResponse TooManyPendingResponse() {
+  return ProblemResponse(ProblemFor(
+      absl::UnavailableError(
+          "the gateway holds too many outcomes that the idempotency store has not taken yet; "
+          "nothing was forwarded: retry later with the same idempotency key"),
+      Origin::kStore));
+}
+
 }  // namespace idem::gateway

@@ -54,6 +54,21 @@ StoredResponse InFlightResponse(int retry_after_seconds);
 // The 422 answer for a key reused with another request.
 StoredResponse MismatchResponse();
 
+// The 503 answer (type outcome-not-recorded, Retry-After `retry_after_seconds`) to a request
+// whose upstream call ran but whose outcome the gateway could not record in time; `detail` says
+// why. The client retries with the same key and gets the recorded answer.
+StoredResponse NotRecordedResponse(std::string detail, int retry_after_seconds);
+
+// The 502 problem (type upstream-answer-not-kept) recorded as a key's failed_final outcome when
+// the upstream ran the request but its answer could not be kept (`detail`: larger than the limit,
+// or cut off after its head arrived): every retry gets this same answer, and the request never
+// runs twice.
+StoredResponse AnswerNotKeptResponse(std::string detail);
+
+// The 503 answer (type store-unavailable, Retry-After 1) to a new guarded request while too many
+// outcomes wait to be recorded; nothing is forwarded.
+StoredResponse TooManyPendingResponse();
+
 }  // namespace idem::gateway
 
 #endif  // IDEM_GATEWAY_GUARD_OUTCOME_H_

@@ -15,7 +15,10 @@
 
 #include "gateway/forward.h"
 #include "gateway/guard_outcome.h"
+#include "gateway/pending_outcome.h"
 #include "gateway/problem_json.h"
+#include "gateway/record_outcome.h"
+#include "idem/retry/backoff.h"
 #include "idem/retry/deadline.h"
 
 namespace idem::gateway {
@@ -103,103 +106,109 @@ Millis LeaseMargin(const GatewayContext& ctx) {
   return std::max<Millis>(ctx.config.lease / 6, 1ms);
 }
 
-// Ends when the lease of `ticket` is about to lapse without renewal (or is no longer held);
-// cancelled (and ending at once) when the upstream call beside it ends first.
-asio::awaitable<void> WatchLease(GatewayContext& ctx, uint64_t ticket) {
+// Ends when the lease of `ticket` is about to lapse without renewal (or is no longer held), or
+// when `lost` is emitted (its fence moved); cancelled (and ending at once) when the upstream call
+// beside it ends first.
+asio::awaitable<void> WatchLease(GatewayContext& ctx, uint64_t ticket,
+                                 asio::cancellation_slot lost) {
   const Millis margin = LeaseMargin(ctx);
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {
     std::optional<InFlight::SteadyTime> end = ctx.in_flight.LeaseEnd(ticket);
     if (!end.has_value() || Steady::now() >= *end - margin) co_return;
     timer.expires_at(*end - margin);
-    auto [ec] = co_await timer.async_wait(kTuple);
+    auto [ec] = co_await timer.async_wait(
+        asio::bind_cancellation_slot(lost, asio::as_tuple(asio::use_awaitable)));
     if (ec) co_return;
   }
 }
 
-// The upstream call of a held key, cancelled if its lease is about to lapse without renewal.
-asio::awaitable<absl::StatusOr<StoredResponse>> ForwardWithinLease(
-    GatewayContext& ctx, UpstreamPool& pool, uint64_t ticket, const Scope& scope,
-    http::request<http::string_body> request) {
+// The upstream call of a held key, cancelled if its lease is about to lapse without renewal, or
+// when `lost` is emitted (a heartbeat found its fence moved).
+asio::awaitable<UpstreamAnswer> ForwardWithinLease(GatewayContext& ctx, UpstreamPool& pool,
+                                                   uint64_t ticket, const Scope& scope,
+                                                   asio::cancellation_signal& lost,
+                                                   http::request<http::string_body> request) {
   // A lease is never shortened, so when the one known now outlasts the whole upstream call (its
   // deadline is the upstream timeout), nothing needs watching: the usual case, as the timeout is
   // well inside the lease. The watch beside the call costs a coroutine, a timer and a parallel
   // group for every request.
   const std::optional<InFlight::SteadyTime> end = ctx.in_flight.LeaseEnd(ticket);
   if (end.has_value() && Steady::now() + ctx.config.upstream_timeout <= *end - LeaseMargin(ctx))
-    co_return co_await ForwardBuffered(pool, std::move(request), ctx.config.upstream_timeout);
-  std::variant<absl::StatusOr<StoredResponse>, std::monostate> ended =
+    co_return co_await ForwardBuffered(pool, std::move(request), ctx.config.upstream_timeout,
+                                       lost.slot());
+  std::variant<UpstreamAnswer, std::monostate> ended =
       co_await (ForwardBuffered(pool, std::move(request), ctx.config.upstream_timeout) ||
-                WatchLease(ctx, ticket));
+                WatchLease(ctx, ticket, lost.slot()));
   if (ended.index() == 0) co_return std::get<0>(std::move(ended));
+  if (ctx.in_flight.Lost(ticket)) co_return UpstreamAnswer{.response = absl::CancelledError("")};
   spdlog::error(
       "key '{}': its lease was about to lapse without renewal (heartbeats failed); the "
       "upstream call was cancelled",
       scope.key);
-  co_return absl::DeadlineExceededError(
-      "the upstream call was cancelled: the gateway could not renew its hold on the key; retry "
-      "with the same idempotency key");
+  co_return UpstreamAnswer{.response = absl::DeadlineExceededError(
+                               "the upstream call was cancelled: the gateway could not renew its "
+                               "hold on the key; retry with the same idempotency key")};
 }
 
-// Records what the upstream answered (or releases the key) and returns the client's answer. A
-// recorded outcome is cached until it expires (the store's retention, counted from before the
-// write).
-asio::awaitable<GuardedAnswer> Record(GatewayContext& ctx, const Route& route,
-                                      const GuardedRequest& guarded, int64_t fence,
-                                      absl::StatusOr<StoredResponse> upstream) {
-  const std::optional<OutcomeClass> outcome =
-      upstream.ok() ? std::optional(ClassifyOutcome(route, upstream->status)) : std::nullopt;
-  if (!outcome.has_value() || *outcome == OutcomeClass::kTransient) {
-    KeyOp op{.kind = KeyOp::Kind::kRelease, .scope = guarded.scope, .fence = fence};
-    KeyOpResult released = co_await AwaitKeyOp(ctx, std::move(op));
-    if (!released.status.ok())
-      spdlog::warn("releasing key '{}' failed: {}; it frees itself when its lease lapses",
-                   guarded.scope.key, released.status.ToString());
-    if (!upstream.ok())
-      co_return GuardedAnswer{ProblemResponse(ProblemFor(upstream.status(), Origin::kUpstream)),
-                              Decision::kUpstreamError};
-    co_return GuardedAnswer{*std::move(upstream), Decision::kTransient};
-  }
-  const bool final_failure = *outcome == OutcomeClass::kFailedFinal;
-  const int64_t written_from = ctx.cache.NowMillis();
-  KeyOp op{.kind = final_failure ? KeyOp::Kind::kFailFinal : KeyOp::Kind::kComplete,
-           .scope = guarded.scope,
-           .fence = fence,
-           .response = ToStored(*upstream, route)};
-  StoredResponse stored = op.response;
-  KeyOpResult recorded = co_await AwaitKeyOp(ctx, std::move(op));
-  if (recorded.status.ok()) {
-    ctx.cache.Put(guarded.scope, {guarded.fingerprint, std::move(stored)},
-                  written_from + ctx.config.retention.count());
-  } else {
-    spdlog::error(
-        "recording the outcome of key '{}' failed: {}; a retry after the lease lapses "
-        "re-sends it upstream with the same key",
-        guarded.scope.key, recorded.status.ToString());
-  }
-  co_return GuardedAnswer{*std::move(upstream), Decision::kExecuted};
-}
-
-// Forwards a request whose key this process holds (`claim`, submitted at `sent`); the
-// gateway-wide LeaseTicker keeps the lease alive meanwhile.
+// Forwards a request whose key this process holds (`fence`, its lease known to run to
+// `lease_end`); the gateway-wide LeaseTicker keeps the lease alive meanwhile, and cancels the call
+// when the fence moves. Then records the outcome (RecordOutcome).
 asio::awaitable<GuardedAnswer> Execute(GatewayContext& ctx, UpstreamPool& pool, const Route& route,
-                                       const GuardedRequest& guarded, const KeyOpResult& claim,
-                                       Steady::time_point sent,
+                                       const GuardedRequest& guarded, int64_t fence,
+                                       Steady::time_point lease_end,
                                        http::request<http::string_body> request) {
-  const int64_t fence = claim.record.fence;
-  const uint64_t ticket = ctx.in_flight.HoldKey(
-      guarded.scope, fence, LeaseEndOf(sent, claim.lease_until_ms, claim.now_ms));
+  asio::cancellation_signal lost;  // emitted on this thread by the LeaseTicker (OnFenceMoved)
+  asio::any_io_executor executor = co_await asio::this_coro::executor;
+  const uint64_t ticket =
+      ctx.in_flight.HoldKey(guarded.scope, fence, lease_end, std::move(executor), &lost);
   ctx.metrics.keys_in_flight.fetch_add(1, std::memory_order_relaxed);
   request.set(retry::kDeadlineHeader, retry::FormatDeadlineHeader(ctx.config.upstream_timeout));
   const auto start = Steady::now();
-  absl::StatusOr<StoredResponse> upstream =
-      co_await ForwardWithinLease(ctx, pool, ticket, guarded.scope, std::move(request));
+  UpstreamAnswer upstream =
+      co_await ForwardWithinLease(ctx, pool, ticket, guarded.scope, lost, std::move(request));
   ctx.metrics.upstream_seconds.Observe(Steady::now() - start);
-  ctx.in_flight.StopRenewing(ticket);
-  GuardedAnswer answer = co_await Record(ctx, route, guarded, fence, std::move(upstream));
-  ctx.in_flight.ForgetKey(ticket);
-  ctx.metrics.keys_in_flight.fetch_sub(1, std::memory_order_relaxed);
-  co_return answer;
+  // Someone else holds the key now: nothing this holder writes would be taken.
+  if (ctx.in_flight.Lost(ticket)) co_return LostKeyAnswer(ctx, guarded.scope, ticket, fence);
+  co_return co_await RecordOutcome(ctx, route, guarded, ticket, fence, std::move(upstream));
+}
+
+// This request's lease owner name: unique per request, so a read tells whether a claim whose
+// acknowledgement was lost was applied.
+std::string OwnerOf(const GatewayContext& ctx, const std::string& request_id) {
+  std::string owner;  // sized once: `a + "/" + b` grows its first temporary again
+  owner.reserve(ctx.owner.size() + 1 + request_id.size());
+  owner.append(ctx.owner).append("/").append(request_id);
+  return owner;
+}
+
+// A claim whose write failed with Unavailable or DeadlineExceeded may have been applied (its
+// acknowledgement lost). Reads the key, with backoff while the store does not answer, until
+// `until`: the record when the key is in_progress under `owner` (this request holds it), else
+// nullopt (the claim was not applied, or the store did not answer in time).
+asio::awaitable<std::optional<KeyRecord>> ResolveClaim(GatewayContext& ctx,
+                                                       const GuardedRequest& guarded,
+                                                       const std::string& owner,
+                                                       Steady::time_point until) {
+  retry::Backoff backoff = *retry::Backoff::Create(
+      {.jitter = retry::Jitter::kFull, .base = 50ms, .cap = 500ms},
+      static_cast<uint64_t>(until.time_since_epoch().count()));
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    KeyOp op{.kind = KeyOp::Kind::kGet, .scope = guarded.scope};
+    KeyOpResult got = co_await AwaitKeyOp(ctx, std::move(op));
+    if (got.status.ok()) {
+      if (got.record.state == KeyState::kInProgress && got.record.owner == owner)
+        co_return std::move(got.record);
+      co_return std::nullopt;
+    }
+    if (!absl::IsUnavailable(got.status) && !absl::IsDeadlineExceeded(got.status))
+      co_return std::nullopt;  // NotFound: the claim was not applied
+    const Millis delay = backoff.NextDelay();
+    if (Steady::now() + delay >= until) co_return std::nullopt;
+    timer.expires_after(delay);
+    co_await timer.async_wait(kTuple);
+  }
 }
 
 }  // namespace
@@ -213,20 +222,32 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
   // the store threads for nothing.
   if (std::shared_ptr<const CachedOutcome> cached = ctx.cache.Find(guarded.scope))
     co_return FromOutcome(*cached, guarded.fingerprint);
+  // Past the bound of outcomes kept for recording, nothing new is forwarded (never an outcome
+  // dropped to make room).
+  if (!RoomForOutcomes(ctx))
+    co_return GuardedAnswer{TooManyPendingResponse(), Decision::kStoreUnavailable};
   const auto wait_until =
       Steady::now() + (route.in_flight == InFlightPolicy::kWait ? route.wait_max : Millis(0));
   for (;;) {
     const auto sent = Steady::now();
     // GCC 12 miscompiles aggregate temporaries inside co_await expressions: name them first.
-    std::string owner;  // sized once: `a + "/" + b` grows its first temporary again
-    owner.reserve(ctx.owner.size() + 1 + request_id.size());
-    owner.append(ctx.owner).append("/").append(request_id);
     KeyOp op{.kind = KeyOp::Kind::kClaim,
              .scope = guarded.scope,
              .fingerprint = guarded.fingerprint,
-             .owner = std::move(owner),
+             .owner = OwnerOf(ctx, request_id),
              .lease = ctx.config.lease};
     KeyOpResult claim = co_await AwaitKeyOp(ctx, std::move(op));
+    if (absl::IsUnavailable(claim.status) || absl::IsDeadlineExceeded(claim.status)) {
+      std::optional<KeyRecord> ours = co_await ResolveClaim(ctx, guarded, OwnerOf(ctx, request_id),
+                                                            sent + ctx.config.record_wait);
+      if (!ours.has_value()) co_return StoreFailure(claim.status);
+      spdlog::info("{}: the claim of key '{}' was applied although the store reported {}; "
+                   "carrying on with fence {}",
+                   request_id, guarded.scope.key, claim.status.ToString(), ours->fence);
+      // The claim ran after `sent`, so its lease runs at least a lease past it.
+      co_return co_await Execute(ctx, pool, route, guarded, ours->fence,
+                                 sent + ctx.config.lease, std::move(request));
+    }
     if (!claim.status.ok()) co_return StoreFailure(claim.status);
     const ClaimDecision decision =
         DecideClaim(claim.claimed, claim.record, guarded.fingerprint, claim.now_ms);
@@ -235,7 +256,9 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
         if (claim.taken_over)
           spdlog::info("{} took over key '{}' (fence {}): its earlier holder's lease lapsed",
                        request_id, guarded.scope.key, claim.record.fence);
-        co_return co_await Execute(ctx, pool, route, guarded, claim, sent, std::move(request));
+        co_return co_await Execute(ctx, pool, route, guarded, claim.record.fence,
+                                   LeaseEndOf(sent, claim.lease_until_ms, claim.now_ms),
+                                   std::move(request));
       case ClaimDecision::Kind::kReplay:
         CacheRecord(ctx, guarded.scope, claim.record);
         co_return GuardedAnswer{ReplayResponse(claim.record.response), Decision::kReplayed};
@@ -255,13 +278,14 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
 asio::awaitable<GuardedAnswer> ForwardUnguarded(GatewayContext& ctx, UpstreamPool& pool,
                                                 http::request<http::string_body> request) {
   const auto start = Steady::now();
-  absl::StatusOr<StoredResponse> upstream =
+  UpstreamAnswer upstream =
       co_await ForwardBuffered(pool, std::move(request), ctx.config.upstream_timeout);
   ctx.metrics.upstream_seconds.Observe(Steady::now() - start);
-  if (!upstream.ok())
-    co_return GuardedAnswer{ProblemResponse(ProblemFor(upstream.status(), Origin::kUpstream)),
-                            Decision::kUpstreamError};
-  co_return GuardedAnswer{*std::move(upstream), Decision::kPassThrough};
+  if (!upstream.response.ok())
+    co_return GuardedAnswer{
+        ProblemResponse(ProblemFor(upstream.response.status(), Origin::kUpstream)),
+        Decision::kUpstreamError};
+  co_return GuardedAnswer{*std::move(upstream.response), Decision::kPassThrough};
 }
 
 }  // namespace idem::gateway

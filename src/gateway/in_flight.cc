@@ -1,5 +1,7 @@
 #include "gateway/in_flight.h"
 
+#include <utility>
+
 namespace idem::gateway {
 
 void InFlight::BeginRequest() {
@@ -9,13 +11,20 @@ void InFlight::BeginRequest() {
 
 void InFlight::EndRequest() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (--requests_ == 0) idle_.notify_all();
+  if (--requests_ == 0 && keys_.empty()) idle_.notify_all();
 }
 
-uint64_t InFlight::HoldKey(const Scope& scope, int64_t fence, SteadyTime lease_end) {
+uint64_t InFlight::HoldKey(const Scope& scope, int64_t fence, SteadyTime lease_end,
+                           boost::asio::any_io_executor executor,
+                           boost::asio::cancellation_signal* cancel) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t ticket = next_ticket_++;
-  keys_.emplace(ticket, HeldKey{ticket, scope, fence, lease_end});
+  keys_.emplace(ticket, HeldKey{.ticket = ticket,
+                                .scope = scope,
+                                .fence = fence,
+                                .lease_end = lease_end,
+                                .executor = std::move(executor),
+                                .cancel = cancel});
   return ticket;
 }
 
@@ -32,26 +41,58 @@ std::optional<InFlight::SteadyTime> InFlight::LeaseEnd(uint64_t ticket) const {
   return it->second.lease_end;
 }
 
-void InFlight::StopRenewing(uint64_t ticket) {
+void InFlight::StopRenewing(uint64_t ticket, bool releasing) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = keys_.find(ticket);
-  if (it != keys_.end()) it->second.finishing = true;
+  if (it == keys_.end()) return;
+  it->second.phase = Phase::kWriting;
+  it->second.releasing = releasing;
+}
+
+void InFlight::KeepPending(uint64_t ticket, bool releasing) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = keys_.find(ticket);
+  if (it == keys_.end()) return;
+  it->second.phase = Phase::kPending;
+  it->second.releasing = releasing;
 }
 
 bool InFlight::Renewing(uint64_t ticket) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = keys_.find(ticket);
-  return it != keys_.end() && !it->second.finishing;
+  return it != keys_.end() && it->second.phase != Phase::kWriting;
+}
+
+bool InFlight::Running(uint64_t ticket) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = keys_.find(ticket);
+  return it != keys_.end() && it->second.phase == Phase::kRunning;
+}
+
+std::optional<InFlight::HeldKey> InFlight::MarkLost(uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = keys_.find(ticket);
+  if (it == keys_.end()) return std::nullopt;
+  it->second.lost = true;
+  if (it->second.phase != Phase::kRunning) return std::nullopt;
+  return it->second;
+}
+
+bool InFlight::Lost(uint64_t ticket) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = keys_.find(ticket);
+  return it != keys_.end() && it->second.lost;
 }
 
 void InFlight::ForgetKey(uint64_t ticket) {
   std::lock_guard<std::mutex> lock(mu_);
   keys_.erase(ticket);
+  if (requests_ == 0 && keys_.empty()) idle_.notify_all();
 }
 
 bool InFlight::WaitIdle(std::chrono::milliseconds bound) {
   std::unique_lock<std::mutex> lock(mu_);
-  return idle_.wait_for(lock, bound, [this] { return requests_ == 0; });
+  return idle_.wait_for(lock, bound, [this] { return requests_ == 0 && keys_.empty(); });
 }
 
 std::vector<InFlight::HeldKey> InFlight::HeldKeys() const {

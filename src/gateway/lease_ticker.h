@@ -16,7 +16,9 @@ namespace idem::gateway {
 // Ticks until its io_context stops.
 asio::awaitable<void> RunLeaseTicker(GatewayContext& ctx);
 
-// Submits one heartbeat for each key held and still renewed (not finishing); returns how many.
+// Submits one heartbeat for each key held and still renewed (running, or its outcome pending;
+// not while its outcome is being written, nor once lost); returns how many. A heartbeat that
+// finds the fence moved while the key's upstream call runs cancels that call.
 size_t BeatAll(GatewayContext& ctx, const asio::any_io_executor& executor);
 
 }  // namespace idem::gateway

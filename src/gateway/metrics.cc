@@ -92,7 +92,8 @@ std::string Metrics::Render() const {
   upstream_seconds.Render("idem_upstream_duration_seconds", "Time of one upstream exchange.", out);
   store_seconds.Render("idem_store_duration_seconds", "Time of one key store operation.", out);
   out += fmt::format(
-      "# HELP idem_keys_in_flight Keys this gateway holds while their upstream call runs.\n"
+      "# HELP idem_keys_in_flight Keys this gateway holds (upstream calls running, outcomes "
+      "pending).\n"
       "# TYPE idem_keys_in_flight gauge\nidem_keys_in_flight {}\n"
       "# HELP idem_open_connections Client connections open now.\n"
       "# TYPE idem_open_connections gauge\nidem_open_connections {}\n"
@@ -117,6 +118,18 @@ std::string Metrics::Render() const {
       "# TYPE idem_replay_cache_bytes gauge\nidem_replay_cache_bytes {}\n",
       commits.load(), failed_commits.load(), cache_hits.load(), cache_misses.load(),
       cache_bytes.load());
+  out += fmt::format(
+      "# HELP idem_outcomes_pending Outcomes and releases the store did not take at once, kept "
+      "while their writes are retried.\n"
+      "# TYPE idem_outcomes_pending gauge\nidem_outcomes_pending {}\n"
+      "# HELP idem_outcomes_pending_bytes Bytes of the outcomes pending.\n"
+      "# TYPE idem_outcomes_pending_bytes gauge\nidem_outcomes_pending_bytes {}\n"
+      "# HELP idem_outcome_record_retries_total Writes of pending outcomes retried.\n"
+      "# TYPE idem_outcome_record_retries_total counter\nidem_outcome_record_retries_total {}\n"
+      "# HELP idem_outcomes_abandoned_total Outcomes still unrecorded when the gateway exited.\n"
+      "# TYPE idem_outcomes_abandoned_total counter\nidem_outcomes_abandoned_total {}\n",
+      outcomes_pending.load(), pending_bytes.load(), record_retries.load(),
+      outcomes_abandoned.load());
   return out;
 }
 

@@ -88,6 +88,12 @@ class Metrics final {
   std::atomic<uint64_t> cache_hits{0};
   std::atomic<uint64_t> cache_misses{0};
   std::atomic<int64_t> cache_bytes{0};
+  // Outcomes (and releases) the store did not take at once, kept while their writes are retried:
+  // how many and how many bytes now, retries made, and outcomes still unrecorded at exit.
+  std::atomic<int64_t> outcomes_pending{0};
+  std::atomic<int64_t> pending_bytes{0};
+  std::atomic<uint64_t> record_retries{0};
+  std::atomic<uint64_t> outcomes_abandoned{0};
 
   // Returns every metric in the Prometheus text format.
   std::string Render() const;

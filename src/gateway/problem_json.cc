@@ -40,7 +40,7 @@ constexpr Entry kTable[] = {
      "Upstream sent an invalid response", 0},
 };
 
-constexpr std::string_view kTypeBase = "https://idem.dev/problems/";
+constexpr std::string_view kTypeBase = kProblemTypeBase;
 
 }  // namespace
 

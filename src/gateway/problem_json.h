@@ -16,6 +16,8 @@
 namespace idem::gateway {
 
 inline constexpr std::string_view kProblemContentType = "application/problem+json";
+// Every problem type is this base followed by its name (docs/gateway.md lists them).
+inline constexpr std::string_view kProblemTypeBase = "https://idem.dev/problems/";
 
 // Where an error arose: the same absl code means different things for the client (an
 // unavailable store is 503, an unreachable upstream 502).

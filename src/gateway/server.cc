@@ -1,6 +1,7 @@
 #include "gateway/server.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -45,6 +46,7 @@ using idem::http::Listen;
 using idem::http::ParseEndpoint;
 
 struct Worker {
+  ClientConnections connections;  // before ioc: connection frames unlist themselves from it
   asio::io_context ioc{1};
   UpstreamPool pool;
   std::thread thread;
@@ -71,6 +73,7 @@ class ServerImpl final : public Server {
 
  private:
   asio::awaitable<void> AcceptLoop();
+  void SettleHeldKeys();
   absl::Status MakeUpstreamPools(const UpstreamTarget& target);
 
   Store& store_;
@@ -166,7 +169,8 @@ asio::awaitable<void> ServerImpl::AcceptLoop() {
       socket.close(ignored);  // over the connection limit: refused at once
       continue;
     }
-    asio::co_spawn(w.ioc, ServeConnection(ctx_, w.pool, std::move(socket)), LogException);
+    asio::co_spawn(w.ioc, ServeConnection(ctx_, w.pool, w.connections, std::move(socket)),
+                   LogException);
   }
 }
 
@@ -180,9 +184,14 @@ void ServerImpl::Shutdown(Millis drain) {
       if (acceptor_) acceptor_->close(ignored);
     });
   }
+  // No connection reads another request from now on: those waiting for one are closed at once.
+  for (auto& w : workers_) {
+    asio::post(w->ioc, [worker = w.get()] { worker->connections.StopReadingHeads(); });
+  }
   if (!in_flight_.WaitIdle(drain))
-    spdlog::warn("requests still running after the {} ms drain bound; stopping them",
-                 drain.count());
+    spdlog::warn(
+        "requests or outcomes still in flight after the {} ms drain bound; stopping them",
+        drain.count());
   if (admin_)
     asio::post(workers_.front()->ioc, [this] {
       beast::error_code ignored;
@@ -193,11 +202,38 @@ void ServerImpl::Shutdown(Millis drain) {
     if (w->thread.joinable()) w->thread.join();
   }
   ctx_.keys.Shutdown();
+  SettleHeldKeys();
+}
+
+// The keys still held at exit. A key whose request may have reached the upstream is never
+// released (a retry would run it again while it may still run): its lease is left to lapse. Only
+// a key whose upstream outcome was transient, its release still unwritten, is released (straight
+// on the store). An outcome still unrecorded is logged by key and counted.
+void ServerImpl::SettleHeldKeys() {
+  std::vector<std::string> abandoned;
   for (const InFlight::HeldKey& held : in_flight_.HeldKeys()) {
-    absl::Status released = store_.Release(held.scope, held.fence);
-    spdlog::info("released key '{}' (fence {}) held at shutdown: {}", held.scope.key, held.fence,
-                 released.ok() ? std::string("ok") : released.ToString());
+    if (held.releasing) {
+      absl::Status released = store_.Release(held.scope, held.fence);
+      spdlog::info("released key '{}' (fence {}; its upstream outcome was transient): {}",
+                   held.scope.key, held.fence,
+                   released.ok() ? std::string("ok") : released.ToString());
+    } else if (held.phase == InFlight::Phase::kRunning) {
+      spdlog::warn(
+          "key '{}' (fence {}): its upstream call had not ended at exit; the key is left held "
+          "until its lease lapses, so that no retry runs it again meanwhile",
+          held.scope.key, held.fence);
+    } else {
+      abandoned.push_back(held.scope.key);
+      spdlog::error(
+          "key '{}' (fence {}): its outcome was not recorded before exit; the key is left held "
+          "until its lease lapses, then a retry runs it again",
+          held.scope.key, held.fence);
+    }
   }
+  ctx_.metrics.outcomes_abandoned.fetch_add(abandoned.size(), std::memory_order_relaxed);
+  if (!abandoned.empty())
+    spdlog::error("{} outcome(s) not recorded at exit: {}", abandoned.size(),
+                  fmt::join(abandoned, ", "));
 }
 
 }  // namespace

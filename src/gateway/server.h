@@ -29,10 +29,13 @@ class Server {
   virtual std::string listen_address() const = 0;
   virtual std::string admin_address() const = 0;
 
-  // Stops accepting connections, lets requests in flight finish for at most `drain`, then stops
-  // the io threads and the key service, and releases the keys whose upstream calls had not
-  // finished (each with its fence, straight on `store`), so a retry runs them at once instead of
-  // waiting for their leases. Idempotent.
+  // Stops accepting connections and reading new requests on every open connection, lets
+  // requests in flight finish and pending outcomes be recorded for at most `drain`, then stops
+  // the io threads and the key service. A key whose request may have reached the upstream is
+  // never released: its lease is left to lapse (no retry runs it while it may still run); a key
+  // whose transient outcome was not yet released is released (with its fence, straight on
+  // `store`). Outcomes still unrecorded are logged by key and counted
+  // (metrics.outcomes_abandoned). Idempotent.
   virtual void Shutdown(Millis drain) = 0;
 };
 

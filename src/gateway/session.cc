@@ -255,18 +255,51 @@ asio::awaitable<bool> Answer(hc::Stream& stream, StoredResponse response, unsign
   co_return false;
 }
 
-asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool, tcp::socket socket) {
+void ClientConnections::Add(Entry& entry) {
+  entry.prev = end_.prev;
+  entry.next = &end_;
+  end_.prev->next = &entry;
+  end_.prev = &entry;
+}
+
+void ClientConnections::Remove(Entry& entry) {
+  entry.prev->next = entry.next;
+  entry.next->prev = entry.prev;
+  entry.prev = entry.next = nullptr;
+}
+
+void ClientConnections::StopReadingHeads() {
+  for (Entry* e = end_.next; e != &end_; e = e->next) {
+    if (e->reading_head) e->stream->tcp().cancel();
+  }
+}
+
+asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool,
+                                      ClientConnections& connections, tcp::socket socket) {
   ctx.metrics.open_connections.fetch_add(1, std::memory_order_relaxed);
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
   hc::Stream stream(std::move(socket));
   beast::flat_buffer buffer;
+  // Listed while open: a drain cancels the head read below on every connection at once. The
+  // draining flag is checked right before each read starts, on this thread, and the drain's
+  // cancellation runs on this thread after the flag is set, so no read starts after it unseen.
+  ClientConnections::Entry entry{.stream = &stream};
+  connections.Add(entry);
+  struct Unlist {  // also when the frame is destroyed unfinished (the io thread stopped)
+    ClientConnections& connections;
+    ClientConnections::Entry& entry;
+    ~Unlist() { connections.Remove(entry); }
+  } unlist{connections, entry};
   for (int served = 0; !ctx.draining; ++served) {
     http::request_parser<http::empty_body> head;
     head.header_limit(kHeaderLimit);
     head.body_limit(boost::none);
     stream.tcp().expires_after(ctx.config.header_timeout);
+    entry.reading_head = true;
     auto [ec, n] = co_await http::async_read_header(stream, buffer, head, kTuple);
+    entry.reading_head = false;
+    if (ec == asio::error::operation_aborted) break;  // the gateway drains
     if (ec) {
       // A malformed header gets a 400; a client that closed or went quiet is just dropped.
       if (ec.category() == http::make_error_code(http::error::end_of_stream).category() &&

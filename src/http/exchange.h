@@ -76,6 +76,7 @@ struct ExchangeReply {
   // not say how far it got).
   bool any_written = false;
   bool answer_started = false;  // some bytes of an answer arrived (even on error)
+  bool head_received = false;   // the head of the final (non-1xx) answer arrived (even on error)
 };
 
 // Writes `request` (sent as is: set Host and Content-Length first, e.g. prepare_payload()) and
@@ -125,6 +126,9 @@ struct SendResult {
   // so that even an unsafe request may be retried.
   bool request_sent = false;
   bool connection_reused = false;  // the final attempt used a kept-alive connection
+  // On an error: the head of the final (non-1xx) answer had arrived before it (the server ran
+  // the request; its body was too large, cut off or too slow).
+  bool answer_head_received = false;
 };
 
 // Sends `request` through `pool`. Sets Host (from the pool's origin) when the request has none.
@@ -202,6 +206,8 @@ class ExchangeOp {
     reply.any_written = st_->any_written;
     reply.answer_started =
         st_->interim > 0 || st_->buffer.size() > 0 || (st_->parser && st_->parser->got_some());
+    reply.head_received = st_->parser && st_->parser->is_header_done() &&
+                          st_->parser->get().result_int() / 100 != 1;
     if (!ec) {
       reply.keep_alive = st_->parser->keep_alive() && request_.keep_alive() &&
                          st_->buffer.size() == 0 && !st_->write_cut;

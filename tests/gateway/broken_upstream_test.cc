@@ -1,5 +1,7 @@
-// End-to-end: an upstream that closes mid-response or answers bytes that are not HTTP. The client
-// gets 502 application/problem+json, nothing is stored and the key is released: the retry runs.
+// End-to-end: an upstream that answers bytes that are not HTTP: the client gets 502
+// application/problem+json, nothing is stored and the key is released: the retry runs. One that
+// ran the request but whose answer cannot be kept (cut off after its head, or larger than the
+// stored-answer limit): a 502 upstream-answer-not-kept is recorded, and every retry gets it.
 // And upstreams at the edges of HTTP/1.1 (ScriptedUpstream): interim 1xx answers, answers without
 // a body by rule, close-delimited bodies, idle keep-alive connections the upstream closes.
 #include <atomic>
@@ -21,14 +23,37 @@ std::string TargetOf(const std::string& head) {
 class E2E_SUITE(BrokenUpstreamE2E) : public GatewayFixture {};
 #define BrokenUpstreamE2E E2E_SUITE(BrokenUpstreamE2E)
 
-TEST_F(BrokenUpstreamE2E, UpstreamClosingMidResponseIs502NotStoredKeyReleased) {
+// The upstream ran the request and its answer was cut off after its head: releasing the key would
+// run the request again on the next retry (as the old code did). The key records a 502 of its
+// own type instead, which every retry gets.
+TEST_F(BrokenUpstreamE2E, AnAnswerCutOffAfterItsHeadIs502RecordedAndRetriesGetIt) {
   StartGateway();
-  ExpectProblem(Post("order-c", kBody, {{"X-Charges-Break", "close"}}), 502);
+  const Response cut = Post("order-c", kBody, {{"X-Charges-Break", "close"}});
+  ExpectProblem(cut, 502);
+  EXPECT_NE(cut.body.find("upstream-answer-not-kept"), std::string::npos) << cut.body;
   EXPECT_EQ(Metric("idem_keys_in_flight"), 0);
   const Response retry = Post("order-c");
-  EXPECT_EQ(retry.status, 201) << retry.body;
-  EXPECT_EQ(retry.HeaderCount("Idempotent-Replayed"), 0);
-  EXPECT_EQ(Stat("calls"), 2);
+  EXPECT_EQ(retry.status, 502) << retry.body;
+  EXPECT_EQ(retry.body, cut.body);
+  EXPECT_EQ(retry.Header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(Stat("calls"), 1);
+}
+
+// An answer larger than the stored-answer limit (16 MiB): the upstream ran the request, so the
+// key records the 502 upstream-answer-not-kept, and the retry gets it without a second run.
+TEST_F(BrokenUpstreamE2E, AnAnswerLargerThanTheLimitIs502RecordedAndRetriesGetIt) {
+  ScriptedUpstream upstream([](const std::string&) {
+    return Reply{ScriptedUpstream::Answer("201 Created", std::string((16 << 20) + 1, 'x'))};
+  });
+  StartGateway({}, upstream.Url());
+  const Response big = Post("order-big");
+  ExpectProblem(big, 502);
+  EXPECT_NE(big.body.find("upstream-answer-not-kept"), std::string::npos) << big.body;
+  const Response retry = Post("order-big");
+  EXPECT_EQ(retry.status, 502) << retry.body;
+  EXPECT_EQ(retry.body, big.body);
+  EXPECT_EQ(retry.Header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(upstream.requests(), 1);
 }
 
 TEST_F(BrokenUpstreamE2E, UpstreamAnsweringGarbageIs502NotStoredKeyReleased) {

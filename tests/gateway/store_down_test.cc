@@ -3,8 +3,6 @@
 // store is back, the same key runs (nothing was stored). SQLite: another connection holds the
 // database's write lock, or a file size limit fills it. PostgreSQL: the test's private server
 // (the "postgres_gateway_down" fixture, never the shared one) is stopped and started again.
-#include <sqlite3.h>
-
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -13,6 +11,7 @@
 #include <thread>
 
 #include "gateway_fixture.h"
+#include "store_faults.h"
 
 namespace idem::e2e {
 namespace {
@@ -28,24 +27,6 @@ class E2E_SUITE(StoreDownE2E) : public GatewayFixture {
 #define StoreDownE2E E2E_SUITE(StoreDownE2E)
 
 #ifndef IDEM_E2E_POSTGRES
-// Holds the SQLite database's write lock from another connection while alive.
-class WriteLockHolder {
- public:
-  explicit WriteLockHolder(const std::string& path) {
-    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) return;
-    locked_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
-  }
-  ~WriteLockHolder() {
-    if (locked_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    sqlite3_close(db_);
-  }
-  bool locked() const { return locked_; }
-
- private:
-  sqlite3* db_ = nullptr;
-  bool locked_ = false;
-};
-
 TEST_F(StoreDownE2E, LockedStoreIs503WithRetryAfterAndNothingIsForwarded) {
   StartGateway({"--lock-timeout", "200ms"});
   ASSERT_EQ(Post("before").status, 201);
@@ -125,14 +106,7 @@ TEST_F(StoreDownE2E, FullStoreIs503WithRetryAfterNothingForwardedAndTheGatewayLi
   EXPECT_EQ(Post("before").Header("Idempotent-Replayed"), "true");
 }
 #else
-// Runs the fixture script on this test's private server (IDEM_PG_FIXTURE_DIR).
-bool Fixture(const std::string& command) {
-  const char* dir = std::getenv("IDEM_PG_FIXTURE_DIR");
-  if (dir == nullptr) return false;
-  const std::string line =
-      std::string("'") + IDEM_PG_FIXTURE_SCRIPT + "' " + command + " '" + dir + "' >&2";
-  return std::system(line.c_str()) == 0;
-}
+bool Fixture(const std::string& command) { return PgFixture(command); }
 
 TEST_F(StoreDownE2E, StoppedServerIs503WithRetryAfterAndNothingIsForwarded) {
   StartGateway({"--lock-timeout", "1s"});

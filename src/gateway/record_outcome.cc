@@ -1,0 +1,144 @@
+#include "gateway/record_outcome.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <memory>
+#include <utility>
+
+#include "gateway/guard_outcome.h"
+#include "gateway/pending_outcome.h"
+#include "gateway/problem_json.h"
+
+namespace idem::gateway {
+namespace {
+
+constexpr int kNotRecordedRetryAfter = 1;  // seconds
+
+void Forget(GatewayContext& ctx, uint64_t ticket) {
+  ctx.in_flight.ForgetKey(ticket);
+  ctx.metrics.keys_in_flight.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// What is written for an upstream's answer, and what the client gets once it is.
+struct Plan {
+  KeyOp::Kind kind = KeyOp::Kind::kRelease;
+  StoredResponse stored;  // kComplete, kFailFinal
+  GuardedAnswer answer;
+};
+
+Plan PlanFor(const Route& route, const Scope& scope, UpstreamAnswer upstream) {
+  if (upstream.response.ok()) {
+    const OutcomeClass outcome = ClassifyOutcome(route, upstream.response->status);
+    if (outcome == OutcomeClass::kTransient)
+      return {.answer = {*std::move(upstream.response), Decision::kTransient}};
+    Plan plan{.kind = outcome == OutcomeClass::kFailedFinal ? KeyOp::Kind::kFailFinal
+                                                            : KeyOp::Kind::kComplete,
+              .stored = ToStored(*upstream.response, route)};
+    plan.answer = {*std::move(upstream.response), Decision::kExecuted};
+    return plan;
+  }
+  if (!upstream.head_received)
+    return {.answer = {ProblemResponse(ProblemFor(upstream.response.status(), Origin::kUpstream)),
+                       Decision::kUpstreamError}};
+  // The upstream ran the request (its answer's head arrived): releasing the key would run it
+  // again on the next retry. Its failure is the key's answer instead.
+  spdlog::warn("key '{}': the upstream's answer could not be kept ({}); recording a 502", scope.key,
+               upstream.response.status().ToString());
+  StoredResponse problem = AnswerNotKeptResponse(
+      "the upstream ran this request, but its answer could not be kept (" +
+      std::string(upstream.response.status().message()) +
+      "); this is the request's recorded answer: retries with this idempotency key get it too, "
+      "and the request is not sent again");
+  return {.kind = KeyOp::Kind::kFailFinal,
+          .stored = problem,
+          .answer = {std::move(problem), Decision::kUpstreamError}};
+}
+
+GuardedAnswer NotRecorded(std::string detail) {
+  return {NotRecordedResponse(std::move(detail), kNotRecordedRetryAfter),
+          Decision::kStoreUnavailable};
+}
+
+GuardedAnswer FenceMoved(const Scope& scope, int64_t fence) {
+  spdlog::error(
+      "key '{}': its fence {} moved (another holder took it over after its lease lapsed); this "
+      "gateway's outcome is not recorded and its client is told to retry",
+      scope.key, fence);
+  return NotRecorded(
+      "the request reached the upstream, but this gateway lost its hold on the idempotency key "
+      "before its outcome was recorded; retry with the same key to get the key's recorded answer");
+}
+
+// The client's answer once a kept outcome settled (or its wait passed).
+GuardedAnswer AfterWait(PendingOutcome::State state, GuardedAnswer answer, const Scope& scope,
+                        int64_t fence, Millis waited) {
+  switch (state) {
+    case PendingOutcome::State::kRecorded:
+      return answer;
+    case PendingOutcome::State::kLost:
+      return FenceMoved(scope, fence);
+    case PendingOutcome::State::kPending:
+      break;
+  }
+  return NotRecorded(fmt::format(
+      "the request reached the upstream, but the idempotency store has not recorded its outcome "
+      "within {} ms; the gateway keeps retrying: retry with the same key to get the recorded "
+      "answer",
+      waited.count()));
+}
+
+}  // namespace
+
+GuardedAnswer LostKeyAnswer(GatewayContext& ctx, const Scope& scope, uint64_t ticket,
+                            int64_t fence) {
+  Forget(ctx, ticket);
+  return FenceMoved(scope, fence);
+}
+
+asio::awaitable<GuardedAnswer> RecordOutcome(GatewayContext& ctx, const Route& route,
+                                             const GuardedRequest& guarded, uint64_t ticket,
+                                             int64_t fence, UpstreamAnswer upstream) {
+  Plan plan = PlanFor(route, guarded.scope, std::move(upstream));
+  const bool release = plan.kind == KeyOp::Kind::kRelease;
+  ctx.in_flight.StopRenewing(ticket, release);
+  const int64_t written_from = ctx.cache.NowMillis();
+  KeyOp op{.kind = plan.kind, .scope = guarded.scope, .fence = fence};
+  if (!release) op.response = plan.stored;
+  KeyOpResult written = co_await AwaitKeyOp(ctx, std::move(op));
+  if (written.status.ok()) {
+    if (!release)
+      ctx.cache.Put(guarded.scope, {guarded.fingerprint, std::move(plan.stored)},
+                    written_from + ctx.config.retention.count());
+    Forget(ctx, ticket);
+    co_return std::move(plan.answer);
+  }
+  if (release && (absl::IsAborted(written.status) || absl::IsNotFound(written.status))) {
+    spdlog::debug("key '{}' was no longer this holder's to release: {}", guarded.scope.key,
+                  written.status.ToString());
+    Forget(ctx, ticket);
+    co_return std::move(plan.answer);
+  }
+  if (absl::IsAborted(written.status)) {
+    Forget(ctx, ticket);
+    co_return FenceMoved(guarded.scope, fence);
+  }
+  spdlog::warn(
+      "key '{}': the store did not take its {} ({}); it is kept in memory and retried while the "
+      "key stays held",
+      guarded.scope.key, release ? "release" : "outcome", written.status.ToString());
+  KeyOp again{.kind = plan.kind, .scope = guarded.scope, .fence = fence};
+  again.response = std::move(plan.stored);
+  const asio::any_io_executor executor = co_await asio::this_coro::executor;
+  std::shared_ptr<PendingOutcome> pending =
+      KeepAndRetry(ctx, executor, std::move(again), ticket, guarded.fingerprint);
+  // A transient answer is never recorded: its client need not wait for the release.
+  if (release) co_return std::move(plan.answer);
+  const auto start = std::chrono::steady_clock::now();
+  const PendingOutcome::State state =
+      co_await AwaitSettled(pending, start + ctx.config.record_wait);
+  co_return AfterWait(state, std::move(plan.answer), guarded.scope, fence, ctx.config.record_wait);
+}
+
+}  // namespace idem::gateway
