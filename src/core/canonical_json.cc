@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/status_macros.h"
+#include "core/json_number.h"
 #include "core/json_pointer.h"
 #include "core/json_value.h"
 #include "core/utf8.h"
@@ -63,9 +64,11 @@ void WriteString(std::string_view text, std::string& out) {
   out.push_back('"');
 }
 
-void WriteValue(const JsonValue& value, const PointerTree* excluded, std::string& out);
+void WriteValue(const JsonValue& value, const PointerTree* excluded, bool exact_numbers,
+                std::string& out);
 
-void WriteArray(const JsonValue& value, const PointerTree* excluded, std::string& out) {
+void WriteArray(const JsonValue& value, const PointerTree* excluded, bool exact_numbers,
+                std::string& out) {
   out.push_back('[');
   bool first = true;
   for (std::size_t i = 0; i < value.elements.size(); ++i) {
@@ -73,13 +76,14 @@ void WriteArray(const JsonValue& value, const PointerTree* excluded, std::string
     if (below && below->excluded) continue;
     if (!first) out.push_back(',');
     first = false;
-    WriteValue(value.elements[i], below, out);
+    WriteValue(value.elements[i], below, exact_numbers, out);
   }
   out.push_back(']');
 }
 
 // RFC 8785 §3.2.3: members sorted by their names as arrays of UTF-16 code units.
-void WriteObject(const JsonValue& value, const PointerTree* excluded, std::string& out) {
+void WriteObject(const JsonValue& value, const PointerTree* excluded, bool exact_numbers,
+                 std::string& out) {
   struct Entry {
     const JsonMember* member;
     const PointerTree* below;
@@ -99,7 +103,7 @@ void WriteObject(const JsonValue& value, const PointerTree* excluded, std::strin
     if (i > 0) out.push_back(',');
     WriteString(entries[i].member->name, out);
     out.push_back(':');
-    WriteValue(entries[i].member->value, entries[i].below, out);
+    WriteValue(entries[i].member->value, entries[i].below, exact_numbers, out);
   }
   out.push_back('}');
 }
@@ -141,7 +145,8 @@ void AppendPositiveNumber(double value, std::string& out) {
   }
 }
 
-void WriteValue(const JsonValue& value, const PointerTree* excluded, std::string& out) {
+void WriteValue(const JsonValue& value, const PointerTree* excluded, bool exact_numbers,
+                std::string& out) {
   switch (value.kind) {
     case JsonValue::Kind::kNull:
       out += "null";
@@ -150,16 +155,20 @@ void WriteValue(const JsonValue& value, const PointerTree* excluded, std::string
       out += value.boolean ? "true" : "false";
       break;
     case JsonValue::Kind::kNumber:
-      out += FormatJsonNumber(value.number);
+      if (exact_numbers) {
+        core::AppendExactNumber(value.number_text, value.number, out);
+      } else {
+        out += FormatJsonNumber(value.number);
+      }
       break;
     case JsonValue::Kind::kString:
       WriteString(value.string, out);
       break;
     case JsonValue::Kind::kArray:
-      WriteArray(value, excluded, out);
+      WriteArray(value, excluded, exact_numbers, out);
       break;
     case JsonValue::Kind::kObject:
-      WriteObject(value, excluded, out);
+      WriteObject(value, excluded, exact_numbers, out);
       break;
   }
 }
@@ -187,7 +196,7 @@ absl::StatusOr<std::string> CanonicalizeJson(std::string_view json,
   IDEM_ASSIGN_OR_RETURN(JsonValue document, core::ParseJson(json, options.max_depth));
   std::string out;
   out.reserve(json.size());
-  WriteValue(document, &excluded, out);
+  WriteValue(document, &excluded, options.exact_numbers, out);
   return out;
 }
 

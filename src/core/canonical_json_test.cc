@@ -147,6 +147,23 @@ TEST(CanonicalizeJson, RefusesNumbersBeyondTheLargestDouble) {
   EXPECT_EQ(CodeOf("1" + std::string(400, '0')), absl::StatusCode::kInvalidArgument);
 }
 
+// With exact_numbers, a number its double would round keeps its exact value (a capital E marks
+// the form); any other is written as RFC 8785 writes it.
+TEST(CanonicalizeJson, ExactNumbersKeepsTheValueOfANumberItsDoubleWouldRound) {
+  CanonicalJsonOptions exact;
+  exact.exact_numbers = true;
+  EXPECT_EQ(Canonical(R"({"b":1.50,"a":1234567890123456789})", exact),
+            R"({"a":1.234567890123456789E18,"b":1.5})");
+  EXPECT_EQ(Canonical("[0.10000000000000001, 1e-400, -0, 1E30, 9007199254740993, 4.50]", exact),
+            "[1.0000000000000001E-1,1E-400,0,1e+30,9.007199254740993E15,4.5]");
+  EXPECT_EQ(CodeOf("[1e400]", exact), absl::StatusCode::kInvalidArgument);
+  const std::string once = Canonical("[12345678901234567890123, 0.3e-400, 2.5]", exact);
+  EXPECT_EQ(Canonical(once, exact), once);
+  // Without the option: RFC 8785, every number as its double.
+  EXPECT_EQ(Canonical("[1234567890123456789, 0.10000000000000001, 1e-400]"),
+            "[1234567890123456800,0.1,0]");
+}
+
 // RFC 8785 §3.2.4 (and its published test data, values.json): the whole transformation.
 TEST(CanonicalizeJson, MatchesRfc8785ExampleObject) {
   const std::string input = R"({

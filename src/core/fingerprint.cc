@@ -18,6 +18,9 @@ namespace {
 
 // Bump when the framing below changes: stored fingerprints then stop matching new ones, so a
 // change means every in-flight key's retry would be refused with 422 until the records expire.
+// Not bumped when numbers came to be written exactly (CanonicalJsonOptions::exact_numbers): a
+// body whose numbers its doubles carry exactly is written as before, so its stored fingerprint
+// still matches; only bodies whose numbers used to be rounded changed (docs/fingerprints-and-keys.md).
 constexpr std::string_view kVersionTag = "idem-fingerprint-v1";
 
 std::string ToHex(const unsigned char* bytes, std::size_t size) {
@@ -101,7 +104,9 @@ bool IsTokenChar(char c) {
 }
 
 std::optional<std::string> CanonicalBody(std::string_view body, const FingerprintOptions& options) {
+  // Two numbers the upstream may read differently must never make two requests one.
   CanonicalJsonOptions json_options;
+  json_options.exact_numbers = true;
   for (const std::string& pointer : options.excluded_json_pointers) {
     if (core::ParseJsonPointer(pointer).ok()) json_options.excluded_pointers.push_back(pointer);
   }

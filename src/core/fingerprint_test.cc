@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace idem {
 namespace {
@@ -71,6 +73,57 @@ TEST(Fingerprint, DependsOnJsonValuesAndArrayOrder) {
   EXPECT_NE(Of("POST", "/t", R"({"amount":100})"), Of("POST", "/t", R"({"amount":101})"));
   EXPECT_NE(Of("POST", "/t", R"({"amount":100})"), Of("POST", "/t", R"({"amount":"100"})"));
   EXPECT_NE(Of("POST", "/t", "[1,2]"), Of("POST", "/t", "[2,1]"));
+}
+
+// Regression: numbers were read as doubles before canonicalisation, so two bodies an upstream
+// reads as different numbers (a 64-bit id and its neighbour) shared a fingerprint, and the second
+// request under a key got the first one's stored answer instead of 422.
+TEST(Fingerprint, TellsApartNumbersThatTheirDoubleCannotCarry) {
+  const std::pair<const char*, const char*> pairs[] = {
+      {R"({"account_id":1234567890123456789})", R"({"account_id":1234567890123456788})"},
+      {"9007199254740993", "9007199254740992"},
+      {"0.1", "0.10000000000000001"},
+      {"1e-400", "0"},
+      {"-1e-400", "1e-400"},
+      {"[1.00000000000000000000000000000000000001]", "[1]"},
+      {"18446744073709551616", "18446744073709552000"},
+      {"1e-99999999999999999999", "0"},
+  };
+  for (const auto& [a, b] : pairs) EXPECT_NE(Of("POST", "/t", a), Of("POST", "/t", b)) << a;
+}
+
+// What a double carries exactly keeps the RFC 8785 equalities: one decimal value, one request.
+TEST(Fingerprint, KeepsEverySpellingOfOneDecimalValueEqual) {
+  const std::vector<std::vector<const char*>> groups = {
+      {"1", "1.0", "1e0", "10e-1", "1.000", "0.1e1", "1E+0"},
+      {"0", "-0", "0.0", "0e10", "-0.0e-5"},
+      {"1234567890123456789", "1234567890123456789.0", "1.234567890123456789e18",
+       "12345678901234567890e-1"},
+      {"0.10000000000000001", "1.0000000000000001e-1", "0.100000000000000010"},
+      {"1e-400", "10e-401", "0.1e-399"},
+      {"1.5", "1.50", "15e-1"},
+  };
+  for (const auto& group : groups) {
+    for (const char* spelling : group) {
+      EXPECT_EQ(Of("POST", "/t", group.front()), Of("POST", "/t", spelling)) << spelling;
+    }
+  }
+}
+
+// A body whose every number its double carries exactly keeps the fingerprint it had before
+// numbers were read exactly (stored keys still match); only the others changed.
+TEST(Fingerprint, WritesANumberItsDoubleCannotCarryExactly) {
+  const std::string zero_headers(8, '\0');
+  const auto json = [&](std::string_view canonical) {
+    return Sha256Hex(Framed("idem-fingerprint-v1") + Framed("POST") + Framed("/t") +
+                     Framed("json") + Framed(canonical) + zero_headers);
+  };
+  EXPECT_EQ(Of("POST", "/t", R"({"a":1.50,"b":1E30,"c":-0,"d":0.000001,"e":123})"),
+            json(R"({"a":1.5,"b":1e+30,"c":0,"d":0.000001,"e":123})"));
+  EXPECT_EQ(Of("POST", "/t", R"({"id":1234567890123456789,"x":0.10000000000000001})"),
+            json(R"({"id":1.234567890123456789E18,"x":1.0000000000000001E-1})"));
+  EXPECT_EQ(Of("POST", "/t", "[1e-400,-9007199254740993]"),
+            json("[1E-400,-9.007199254740993E15]"));
 }
 
 TEST(Fingerprint, HashesInvalidJsonAndOtherBodiesAsRawBytes) {

@@ -127,6 +127,7 @@ class TreeBuilder {
     if (err != std::errc() || ptr != end || !std::isfinite(value.number)) {
       return Fail(fmt::format("number {} cannot be read as a double", text_), ec);
     }
+    value.number_text = std::move(text_);
     text_.clear();
     return Add(std::move(value), ec);
   }
@@ -137,9 +138,10 @@ class TreeBuilder {
     if (DecimalMagnitude(text_) >= 0) {
       return Fail(fmt::format("number {} is too large for a double", text_), ec);
     }
-    text_.clear();
     JsonValue value;
     value.kind = JsonValue::Kind::kNumber;
+    value.number_text = std::move(text_);
+    text_.clear();
     return Add(std::move(value), ec);
   }
   bool CheckNames(error_code& ec) {

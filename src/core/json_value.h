@@ -1,5 +1,6 @@
 // Internal: a JSON document as RFC 8785 sees it (numbers are doubles, member order as sent,
-// duplicate names refused), parsed with Boost.JSON's event parser.
+// duplicate names refused), parsed with Boost.JSON's event parser. Each number keeps its text as
+// sent too, for a canonical form that must not round it (core/json_number.h).
 #ifndef IDEM_CORE_JSON_VALUE_H_
 #define IDEM_CORE_JSON_VALUE_H_
 
@@ -18,7 +19,8 @@ struct JsonValue {
 
   Kind kind = Kind::kNull;
   bool boolean = false;
-  double number = 0;
+  double number = 0;                // kNumber: the nearest double (0 below the smallest one)
+  std::string number_text;          // kNumber: the number as sent, e.g. "1.50e3"
   std::string string;               // kString: the decoded UTF-8 text
   std::vector<JsonValue> elements;  // kArray
   std::vector<JsonMember> members;  // kObject, in input order, names unique

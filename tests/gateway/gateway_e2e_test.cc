@@ -46,6 +46,34 @@ TEST_F(GatewayE2E, SameKeyWithAnotherBodyOrPathIs422AndNeverTheStoredResponse) {
   EXPECT_EQ(Stat("calls"), 1);
 }
 
+// Regression: numbers were read as doubles before the fingerprint, so a second body differing
+// only in a number its double cannot carry (a 64-bit id and its neighbour) passed for the first
+// and got its stored answer: its own intent was silently dropped. Now 422; spellings of one
+// decimal value (1.50, 1.5) are still one request.
+TEST_F(GatewayE2E, SameKeyWithANumberTheFirstsDoubleWouldRoundAlikeIs422) {
+  StartGateway();
+  const std::pair<std::string, std::string> pairs[] = {
+      {R"({"account_id":1234567890123456789})", R"({"account_id":1234567890123456788})"},
+      {R"({"id":9007199254740993})", R"({"id":9007199254740992})"},
+      {R"({"amount":0.1})", R"({"amount":0.10000000000000001})"},
+      {R"({"rate":1e-400})", R"({"rate":0})"},
+  };
+  int n = 0;
+  for (const auto& [first, second] : pairs) {
+    const std::string key = "number-" + std::to_string(++n);
+    ASSERT_EQ(Post(key, first).status, 201) << first;
+    const Response other = Post(key, second);
+    ExpectProblem(other, 422);
+    EXPECT_EQ(other.HeaderCount("Idempotent-Replayed"), 0) << second;
+  }
+  EXPECT_EQ(Stat("calls"), n);
+  ASSERT_EQ(Post("number-same", R"({"amount":1.50,"id":1234567890123456789})").status, 201);
+  EXPECT_EQ(Post("number-same", R"({"id":1234567890123456789.0, "amount":15e-1})")
+                .HeaderCount("Idempotent-Replayed"),
+            1);
+  EXPECT_EQ(Stat("calls"), n + 1);
+}
+
 TEST_F(GatewayE2E, SameKeyWhileFirstRunsIs409WithRetryAfter) {
   StartGateway();
   std::thread first([&] {
