@@ -20,6 +20,7 @@
 #include "gateway/guard_outcome.h"
 #include "gateway/hop_by_hop.h"
 #include "gateway/problem_json.h"
+#include "gateway/trailer_filter.h"
 #include "http/exchange.h"
 #include "http/url.h"
 
@@ -74,12 +75,15 @@ std::string Prefixed(const UpstreamTarget& target, std::string_view request_targ
 }
 
 // Reads into a buffer_body parser and writes through a serializer until the message is through.
-// On an error, `write_failed` says whether writing to `out` failed (else reading `in` did).
+// On an error, `write_failed` says whether writing to `out` failed (else reading `in` did). The
+// header is written after the first read, which may hold the whole body: `trailer`, when given,
+// drops the trailer fields the parser added to it by then.
 template <bool isRequest>
 asio::awaitable<beast::error_code> RelayBody(hc::Stream& out, hc::Stream& in,
                                              beast::flat_buffer& in_buffer,
                                              http::parser<isRequest, http::buffer_body>& p,
-                                             Millis idle_timeout, bool& write_failed) {
+                                             Millis idle_timeout, bool& write_failed,
+                                             TrailerFilter* trailer = nullptr) {
   write_failed = false;
   http::serializer<isRequest, http::buffer_body> sr{p.get()};
   std::array<char, 16384> buf;
@@ -91,6 +95,7 @@ asio::awaitable<beast::error_code> RelayBody(hc::Stream& out, hc::Stream& in,
       auto [ec, n] = co_await http::async_read(in, in_buffer, p, kTuple);
       if (ec == http::error::need_buffer) ec = {};
       if (ec) co_return ec;
+      if (trailer != nullptr) trailer->Drop();
       p.get().body().size = buf.size() - p.get().body().size;
       p.get().body().data = buf.data();
       p.get().body().more = !p.is_done();
@@ -229,8 +234,10 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
   parser.get().set(http::field::host, pool.target.authority);
   parser.get().keep_alive(true);
   bool upstream_stopped_reading = false;
+  TrailerFilter trailer;
+  trailer.Watch(parser);
   beast::error_code ec = co_await RelayBody(upstream, client, client_buffer, parser, idle_timeout,
-                                            upstream_stopped_reading);
+                                            upstream_stopped_reading, &trailer);
   if (ec && !upstream_stopped_reading) co_return false;  // the client's body is cut short
   // An upstream may answer before it has read the whole body (a 413 from the head alone) and
   // close its connection: its answer is still read and relayed (or a 502 when none came), and

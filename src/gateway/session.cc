@@ -22,6 +22,7 @@
 #include "gateway/problem_json.h"
 #include "gateway/request_decision.h"
 #include "gateway/request_head.h"
+#include "gateway/trailer_filter.h"
 
 namespace idem::gateway {
 namespace {
@@ -159,6 +160,8 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
   }
   co_await MeetExpectContinue(stream, buffer, head, ctx.config.body_timeout);
   http::request_parser<http::string_body> parser(std::move(head));
+  TrailerFilter trailer;  // trailer fields never decide the tenant or key, nor are forwarded
+  trailer.Watch(parser);
   parser.body_limit(static_cast<uint64_t>(ctx.config.max_body));
   const beast::error_code ec = co_await ReadBody(stream, buffer, parser, ctx.config.body_timeout);
   if (ec == http::error::body_limit || ec == beast::error::timeout) {
@@ -172,14 +175,8 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
     co_return Outcome{false, Decision::kInvalid, r.status};
   }
   if (ec) co_return Outcome{false, Decision::kInvalid, 0};  // truncated body: nothing to answer
+  trailer.Drop();
   http::request<http::string_body> request = parser.release();
-  // The head's headers serve unless the body added trailer fields (chunked): the parser puts them
-  // with the head's, so hop-by-hop ones among them are dropped too, and the decision sees every
-  // field, as it always did.
-  if (static_cast<size_t>(std::distance(request.begin(), request.end())) != headers.size()) {
-    DropClientHopByHopFields(request.base());
-    headers = HeadersOf(request.base());
-  }
   const RequestView view{.method = request.method_string(),
                          .target = request.target(),
                          .headers = &headers,

@@ -218,8 +218,8 @@ TEST_F(ClientFramingE2E, TheClientsHopByHopFieldsAreNotForwarded) {
       "Connection: X-Private, Upgrade, close\r\nX-Private: secret\r\nUpgrade: websocket\r\n"
       "Keep-Alive: timeout=5\r\nTE: trailers\r\nProxy-Connection: keep-alive\r\n"
       "X-Kept: yes\r\n";
-  // A guarded chunked body's trailer fields join the head's: hop-by-hop ones there are dropped
-  // too (a passed-through request's trailer is not forwarded).
+  // A chunked body's trailer fields are dropped, hop-by-hop or not (see
+  // TrailerFieldsNeitherChooseTheTenantNorReachTheUpstream).
   const std::string in_trailer =
       "Transfer-Encoding: chunked\r\nConnection: close\r\nX-Kept: yes\r\n";
   const std::string chunks = Hex(kBody.size()) + "\r\n" + kBody +
@@ -242,6 +242,57 @@ TEST_F(ClientFramingE2E, TheClientsHopByHopFieldsAreNotForwarded) {
     EXPECT_NE(head.find("\r\nx-kept: yes"), std::string::npos) << head;
     EXPECT_NE(head.find("\r\ncontent-length: " + std::to_string(kBody.size())), std::string::npos)
         << head;
+  }
+}
+
+// Regression: a chunked body's trailer fields were taken for header fields. With --tenant-header,
+// a trailer X-Tenant chose the tenant (a client sending its own Authorization got acme's stored
+// answer for acme's key), and a trailer Authorization reached the upstream as the request's
+// credential, which a proxy in front of idem checking the head never sees. Trailer fields now
+// decide nothing and are not forwarded, guarded or passed through.
+TEST_F(ClientFramingE2E, TrailerFieldsNeitherChooseTheTenantNorReachTheUpstream) {
+  std::mutex mu;
+  std::vector<std::string> forwarded;
+  ScriptedUpstream upstream([&](const std::string& head) {
+    std::lock_guard lock(mu);
+    forwarded.push_back(Lower(head));
+    const std::string body = "{\"charge\":" + std::to_string(forwarded.size()) + "}";
+    return ScriptedUpstream::Reply{.bytes = ScriptedUpstream::Answer("201 Created", body),
+                                   .close = true};
+  });
+  StartGateway({"--tenant-header", "X-Tenant"}, upstream.Url());
+  const Response acme = Post("order-1", kBody, {{"X-Tenant", "acme"}});
+  ASSERT_EQ(acme.status, 201) << acme.body;
+  const auto exchange = [this](const std::string& key, const std::string& head_fields,
+                               const std::string& trailer) {
+    RawConnection c(port_);
+    EXPECT_TRUE(c.Write(PostHead(key, head_fields + "Transfer-Encoding: chunked\r\n"
+                                                    "Connection: close\r\n") +
+                        Hex(kBody.size()) + "\r\n" + kBody + "\r\n0\r\n" + trailer + "\r\n"));
+    const std::vector<RawAnswer> answers = Answers(c.ReadUntilClosed(milliseconds(10000)));
+    EXPECT_EQ(answers.size(), 1u) << key;
+    return answers.empty() ? RawAnswer{} : answers[0];
+  };
+  const RawAnswer own =
+      exchange("order-1", "Authorization: Bearer mallory\r\n", "X-Tenant: acme\r\n");
+  EXPECT_EQ(own.head.substr(9, 3), "201") << own.head;
+  EXPECT_FALSE(own.Has("idempotent-replayed")) << "the trailer chose acme's scope: " << own.body;
+  EXPECT_NE(own.body, acme.body);
+  for (const std::string key : {"order-2", ""}) {
+    const RawAnswer answer =
+        exchange(key, "", "Authorization: Bearer forged\r\nX-Tenant: acme\r\n");
+    EXPECT_EQ(answer.head.substr(9, 3), "201") << key << ": " << answer.head;
+  }
+  std::lock_guard lock(mu);
+  EXPECT_EQ(forwarded.size(), 4u);
+  EXPECT_NE(forwarded.back().find("\r\ncontent-type: application/json"), std::string::npos);
+  if (forwarded.size() == 4u) {
+    EXPECT_NE(forwarded[1].find("\r\nauthorization: bearer mallory"), std::string::npos)
+        << forwarded[1];
+  }
+  for (size_t i = 1; i < forwarded.size(); ++i) {
+    EXPECT_EQ(forwarded[i].find("forged"), std::string::npos) << forwarded[i];
+    EXPECT_EQ(forwarded[i].find("x-tenant"), std::string::npos) << forwarded[i];
   }
 }
 
