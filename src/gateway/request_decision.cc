@@ -81,6 +81,19 @@ absl::StatusOr<std::optional<std::string>> KeyFromBody(const Route& route, std::
   return std::optional<std::string>(at->string);
 }
 
+// The tenant named by the tenant header's `value`, in a namespace of its own: the value as sent,
+// but "header:" and the value when the value is empty (the global scope's name) or starts like a
+// name another source gives ("auth:", the Authorization namespace) or like such an escaped value
+// ("header:"). So no header value names a credential's scope or the global one, and the header
+// tenants stored before there were namespaces ("acme") keep their names.
+std::string HeaderTenant(std::string_view value) {
+  if (!value.empty() && !value.starts_with("auth:") && !value.starts_with("header:"))
+    return std::string(value);
+  std::string tenant = "header:";
+  tenant.append(value);
+  return tenant;
+}
+
 }  // namespace
 
 std::vector<std::string_view> HeaderValues(const std::vector<Header>& headers,
@@ -112,7 +125,7 @@ absl::StatusOr<std::string> TenantOf(const GatewayConfig& config,
     absl::StatusOr<std::optional<std::string_view>> tenant =
         SingleHeader(headers, config.tenant_header);
     if (!tenant.ok()) return tenant.status();
-    if (tenant->has_value()) return std::string(**tenant);
+    if (tenant->has_value()) return HeaderTenant(**tenant);
   }
   absl::StatusOr<std::optional<std::string_view>> auth = SingleHeader(headers, "Authorization");
   if (!auth.ok()) return auth.status();

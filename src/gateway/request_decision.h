@@ -53,8 +53,10 @@ absl::StatusOr<std::optional<GuardedRequest>> DecideGuarded(const GatewayConfig&
                                                             const RequestView& request);
 
 // Returns the tenant of a request: the configured tenant header's value, else "auth:" and the
-// SHA-256 of the Authorization header, else "" (the global scope). Errors: InvalidArgument when
-// the tenant header or Authorization is sent more than once.
+// SHA-256 of the Authorization header, else "" (the global scope). Each source has a namespace of
+// its own: a header value that is empty or starts with "auth:" or "header:" gets "header:" before
+// it, so no header value names a credential's scope or the global one. Errors: InvalidArgument
+// when the tenant header or Authorization is sent more than once.
 absl::StatusOr<std::string> TenantOf(const GatewayConfig& config,
                                      const std::vector<Header>& headers);
 

@@ -128,6 +128,25 @@ TEST(DecideGuarded, TenantFromHeaderElseAuthorizationHashElseGlobal) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Regression: a tenant header could name a credential's scope ("auth:" and the SHA-256 of another
+// client's Authorization) or the global one (an empty value) and get its stored answers.
+TEST(TenantOf, NoTenantHeaderValueNamesAnotherSourcesTenant) {
+  GatewayConfig config;
+  config.tenant_header = "X-Tenant";
+  const auto tenant = [&](std::vector<Header> headers) { return *TenantOf(config, headers); };
+  const std::string victim = "auth:" + Sha256Hex("Bearer sk_victim");
+  EXPECT_EQ(tenant({{"Authorization", "Bearer sk_victim"}}), victim);
+  EXPECT_EQ(tenant({{"X-Tenant", victim}}), "header:" + victim);
+  EXPECT_EQ(tenant({}), "");
+  EXPECT_EQ(tenant({{"X-Tenant", ""}}), "header:");
+  // An escaped name cannot be reached by another value: "header:" is escaped too.
+  EXPECT_EQ(tenant({{"X-Tenant", "header:"}}), "header:header:");
+  EXPECT_EQ(tenant({{"X-Tenant", "header:auth:x"}}), "header:header:auth:x");
+  // Every other value is its own name, as before namespaces, so stored keys keep their scope.
+  for (const char* same : {"acme", "Auth:x", "auth", "x-header:y", "acme:auth:1"})
+    EXPECT_EQ(tenant({{"X-Tenant", same}}), same);
+}
+
 TEST(DecideGuarded, KeyFromJsonPointer) {
   GatewayConfig config;
   config.routes = {{.key_source = KeySource::kJsonPointer, .key_pointer = "/event/id"}};
