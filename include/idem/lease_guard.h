@@ -9,13 +9,31 @@
 // Thread-safety: a LeaseGuard is safe to use from many threads; a LeasedKey belongs to one
 // holder (its Heartbeat may be called from another thread than Finish, never at the same time).
 //
+// Lost acknowledgements. A write whose outcome is unknown (a connection lost during COMMIT, a
+// timeout after JetStream applied it) returns Unavailable. Nothing is guessed from it: call the
+// same method again and the store resolves it by reading the record (Store::ApplyLeaseBatch):
+// still this holder's claim, the write carries on from what the store holds; the record already
+// holding this outcome, it is done; someone else's record, Aborted. Per call:
+//  - Acquire sends a claim that came back Unavailable once more itself, with the same owner, so
+//    a claim that went through is found as this acquisition's own (owners are unique per
+//    acquisition); if that fails too, Unavailable: a claim that did go through stays in_progress
+//    until its lease lapses, and then the next Acquire of the same request takes it over.
+//  - Heartbeat again: the new lease end while the claim is this holder's; Aborted once it is not.
+//  - Finish again with the same response: its result once the outcome is recorded (also when the
+//    first attempt was the one that recorded it); Aborted when another holder has the key.
+//  - Release again: OK once the key is not held with this fence (released, or lapsed and gone).
+//  - FinishRetrying does the retrying of Finish for you: with backoff and jitter, heartbeating
+//    the key meanwhile, until the outcome is recorded, the key is lost, a deadline or a stop.
+//
 // Times (lease_until_ms, now_ms) are the store's clock: the database's on a PostgreSQL store
 // without an injected clock. Compare them with each other, not with the local clock.
 #ifndef IDEM_LEASE_GUARD_H_
 #define IDEM_LEASE_GUARD_H_
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -23,6 +41,8 @@
 #include "idem/guard.h"
 #include "idem/outcome.h"
 #include "idem/record.h"
+#include "idem/retry/backoff.h"
+#include "idem/retry/retrier.h"
 #include "idem/store.h"
 
 namespace idem {
@@ -32,8 +52,30 @@ struct LeaseOptions {
   Millis lease = 30s;
   // Decides completed / failed_final / transient from the effect's response status.
   OutcomeClassifier classifier;
-  // Names the holder in the record. Default (empty): "HOST:PID:N", unique per guard.
+  // Names the holder in the record. Default (empty): "HOST:PID:N", unique per guard. Each
+  // acquisition records it as "OWNER/M", M counting the guard's acquisitions, so that no two
+  // acquisitions share an owner (a claim whose acknowledgement was lost is recognised by it).
   std::string owner;
+};
+
+// How LeasedKey::FinishRetrying retries recording an outcome.
+struct FinishRetryOptions {
+  // The waits between attempts. Default: full jitter, from 100 ms up to a cap of 5 s.
+  retry::BackoffOptions backoff{
+      .jitter = retry::Jitter::kFull, .base = Millis(100), .cap = Millis(5'000)};
+  // Seeds the jitter. Default 0: a seed drawn from the key's fence and the time.
+  uint64_t seed = 0;
+  // The longest the call keeps trying, from its start. Default 0: no bound.
+  Millis deadline{0};
+  // A stop request ends the call between attempts and cuts a wait short. Default: none.
+  std::stop_token stop;
+  // Heartbeats the key when this long passed without a lease extension, so that the claim is
+  // kept while the store is being retried. Default 0: a third of LeaseOptions::lease.
+  Millis heartbeat_every{0};
+  // Time and waits; tests inject a ManualClock and a retry::ManualSleeper (a sleeper's waits are
+  // not cut short by `stop`). Default (null): SystemClock() and a wait that `stop` interrupts.
+  const Clock* clock = nullptr;
+  retry::Sleeper* sleeper = nullptr;
 };
 
 class LeaseGuard;
@@ -67,6 +109,19 @@ class LeasedKey {
   // Errors: Aborted when the key was taken over (nothing written); FailedPrecondition for a
   // repeat with another response; Unavailable.
   absl::StatusOr<GuardResult> Finish(const StoredResponse& response);
+
+  // Finish, retried while it returns Unavailable (the store down, or the write's outcome
+  // unknown), with the backoff of `options`; between attempts the key is heartbeaten every
+  // options.heartbeat_every (a heartbeat's failure is left for the next Finish to explain). The
+  // response is kept in the meantime and recorded exactly once: a retry whose first attempt
+  // went through returns its result. Returns Finish's result once it is recorded.
+  // Errors: Aborted when the key is another holder's (taken over after a lapse: nothing of this
+  // outcome is stored, another holder's will be); FailedPrecondition as Finish;
+  // DeadlineExceeded when options.deadline passed, and Cancelled when options.stop was requested,
+  // with the outcome still unrecorded (the message says why the last attempt failed; calling
+  // again carries on); InvalidArgument for invalid backoff options.
+  absl::StatusOr<GuardResult> FinishRetrying(const StoredResponse& response,
+                                             const FinishRetryOptions& options = {});
 
   // Gives the key up without an outcome: it becomes absent. Idempotent: a repeat after OK is OK,
   // and so is a retry after Unavailable that finds the key no longer held with this fence.
@@ -116,16 +171,21 @@ class LeaseGuard {
   LeaseGuard& operator=(const LeaseGuard&) = delete;
 
   // Claims the key, or takes over a lapsed lease of the same request, in one write
-  // (Store::ApplyLeaseBatch); else finds the stored outcome, or that the key is in flight.
+  // (Store::ApplyLeaseBatch); else finds the stored outcome, or that the key is in flight. A
+  // claim answered Unavailable is sent once more at once, and found if it went through (above).
   // Errors: FailedPrecondition when the key's stored fingerprint differs; InvalidArgument for a
-  // malformed scope; Unavailable when the store is busy or down.
+  // malformed scope; Unavailable when the store is busy or down (twice in a row).
   absl::StatusOr<LeaseAcquisition> Acquire(const Scope& scope, std::string_view fingerprint);
 
   const LeaseOptions& options() const { return options_; }
 
  private:
+  // One claim through Store::ApplyLeaseBatch, its result's status folded in.
+  absl::StatusOr<LeaseWriteResult> Claim(const LeaseWrite& claim);
+
   Store& store_;
   LeaseOptions options_;
+  std::atomic<uint64_t> acquisitions_{0};
 };
 
 }  // namespace idem

@@ -112,6 +112,10 @@ struct LeaseWrite {
   Scope scope;
   std::string fingerprint;  // kClaim
   std::string owner;        // kClaim
+  // kClaim: `owner` is this claim's alone (no other claim, concurrent or later, uses it), so a
+  // record of this owner and fingerprint can only be this claim's own, written by an earlier
+  // attempt whose acknowledgement was lost (see ApplyLeaseBatch). Default false.
+  bool unique_owner = false;
   Millis lease{0};          // kClaim, kHeartbeat: the lease runs to the store's now + lease
   int64_t fence = 0;        // every kind but kClaim: the fence the writer holds
   StoredResponse response;  // kComplete, kFailFinal
@@ -176,8 +180,10 @@ class Store {
                                  const StoredResponse& response) = 0;
 
   // Deletes an in_progress record held with `fence`, after a transient failure: the key becomes
-  // absent and the next arrival runs the effect again.
-  // Errors: Aborted when the record is no longer in_progress with this fence.
+  // absent and the next arrival runs the effect again. A key with no live record (absent,
+  // expired, or released already: the retry of a release whose outcome was unknown) is OK:
+  // nothing is held, as a release asks.
+  // Errors: Aborted when the live record is another holder's (another fence) or finished.
   virtual absl::Status Release(const Scope& scope, int64_t fence) = 0;
 
   // Returns the live record of the scope. Errors: NotFound when absent or expired.
@@ -192,16 +198,31 @@ class Store {
 
   // Applies `writes` in one transaction with one durable commit and returns one result per write,
   // in the same order. Writes on one scope apply in the order given; each write keeps its single
-  // call's meaning, and one write's failure leaves the others alone. Two differences from the
+  // call's meaning, and one write's failure leaves the others alone. Three differences from the
   // single calls, for callers that retry over a lost connection or meet in-flight duplicates:
   //  - kClaim takes over, within the same write, an in_progress record of the same fingerprint
   //    whose lease has passed (no separate TakeOver); a lapsed lease of another fingerprint is
   //    returned unclaimed, like a live one.
   //  - kComplete and kFailFinal are idempotent: on a record already finished with the same fence,
   //    state and response they return OK and change nothing.
+  //  - kClaim with unique_owner that finds a live in_progress record of its owner and fingerprint
+  //    returns it claimed, unchanged (its fence and lease end as stored; taken_over when that
+  //    record took a lapsed lease over): it is this claim's own, written by an earlier attempt.
+  //    Set unique_owner only for an owner no other claim uses (one per request, one per
+  //    acquisition): two claimers sharing it would both be told they hold the key. Without it,
+  //    such a record blocks the claim like any other (claimed false).
   // A result is returned only once the batch's commit is durable.
+  // Lost acknowledgements: a call that returns Unavailable may have been applied (the message
+  // says when its outcome is unknown: a connection lost during COMMIT, a JetStream write that
+  // timed out). Send the same writes again: each is resolved by the record it finds, never
+  // guessed. A claim with unique_owner finds its own record (above); a heartbeat of a claim
+  // still in_progress with its fence extends the lease again and returns the new end; a complete
+  // or fail_final finds its own outcome (above); a release finds the key not live (OK, as
+  // Release). A record of another fence (taken over after a lapse, or released and claimed
+  // again) is Aborted, as it would be for a first attempt: the writer has lost the key.
   // Errors (nothing of the batch is committed): Unavailable when the store is busy or down, or
-  // the commit failed; its outcome is unknown when the message says so.
+  // the commit failed; its outcome is unknown when the message says so. On the NATS store each
+  // write commits on its own, and a write that could not be applied gets its own Unavailable.
   virtual absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
       std::span<const LeaseWrite> writes) = 0;
 

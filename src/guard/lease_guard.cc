@@ -2,12 +2,40 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <vector>
 
 #include "common/status_macros.h"
 #include "guard/replay.h"
 
 namespace idem {
+namespace {
+
+// Waits `duration` on `options`' sleeper, or until a stop is requested; false when stopped.
+bool WaitBetweenAttempts(const FinishRetryOptions& options, Millis duration) {
+  if (options.stop.stop_requested()) return false;
+  if (options.sleeper != nullptr) {
+    options.sleeper->SleepFor(duration);
+  } else {
+    std::mutex mu;
+    std::condition_variable_any woken;
+    std::unique_lock<std::mutex> lock(mu);
+    woken.wait_for(lock, options.stop, duration, [] { return false; });
+  }
+  return !options.stop.stop_requested();
+}
+
+absl::Status Unrecorded(absl::StatusCode code, std::string_view why, const Scope& scope,
+                        const absl::Status& last) {
+  return absl::Status(code, fmt::format("the outcome of key '{}' of tenant '{}' is not recorded "
+                                        "yet ({}); the last attempt failed: {}",
+                                        scope.key, scope.tenant, why, std::string(last.message())));
+}
+
+}  // namespace
 
 LeasedKey::LeasedKey(Store& store, Scope scope, const LeaseOptions& options,
                      const LeaseWriteResult& claim)
@@ -64,6 +92,42 @@ absl::StatusOr<GuardResult> LeasedKey::Finish(const StoredResponse& response) {
   return result;
 }
 
+absl::StatusOr<GuardResult> LeasedKey::FinishRetrying(const StoredResponse& response,
+                                                      const FinishRetryOptions& options) {
+  const Clock& clock = options.clock != nullptr ? *options.clock : SystemClock();
+  const uint64_t seed =
+      options.seed != 0
+          ? options.seed
+          : static_cast<uint64_t>(fence_) ^
+                static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  IDEM_ASSIGN_OR_RETURN(retry::Backoff backoff, retry::Backoff::Create(options.backoff, seed));
+  const Millis beat_every =
+      options.heartbeat_every.count() > 0 ? options.heartbeat_every : options_->lease / 3;
+  const int64_t start = clock.NowMillis();
+  int64_t extended_at = start;  // the last lease extension this call saw (the claim's: unknown)
+  for (;;) {
+    absl::StatusOr<GuardResult> result = Finish(response);
+    if (!absl::IsUnavailable(result.status())) return result;
+    Millis wait = backoff.NextDelay();
+    if (options.deadline.count() > 0) {
+      const int64_t left = start + options.deadline.count() - clock.NowMillis();
+      if (left <= 0) {
+        return Unrecorded(absl::StatusCode::kDeadlineExceeded, "deadline passed", scope_,
+                          result.status());
+      }
+      wait = std::min(wait, Millis(left));
+    }
+    if (!WaitBetweenAttempts(options, wait)) {
+      return Unrecorded(absl::StatusCode::kCancelled, "stopped", scope_, result.status());
+    }
+    if (clock.NowMillis() - extended_at >= beat_every.count()) {
+      // Its failure is left for the next Finish to explain: Aborted on a finished record may
+      // only mean that the last attempt recorded this very outcome.
+      if (Heartbeat().ok()) extended_at = clock.NowMillis();
+    }
+  }
+}
+
 absl::Status LeasedKey::Release() {
   if (released_) return absl::OkStatus();
   absl::Status status = Write({.kind = LeaseWrite::Kind::kRelease}).status();
@@ -82,17 +146,29 @@ LeaseGuard::LeaseGuard(Store& store, LeaseOptions options)
   if (options_.owner.empty()) options_.owner = guard_internal::DefaultOwner();
 }
 
+absl::StatusOr<LeaseWriteResult> LeaseGuard::Claim(const LeaseWrite& claim) {
+  IDEM_ASSIGN_OR_RETURN(std::vector<LeaseWriteResult> results, store_.ApplyLeaseBatch({&claim, 1}));
+  if (results.size() != 1) return absl::InternalError("a batch of one claim gave no result");
+  IDEM_RETURN_IF_ERROR(results[0].status);
+  return std::move(results[0]);
+}
+
 absl::StatusOr<LeaseAcquisition> LeaseGuard::Acquire(const Scope& scope,
                                                      std::string_view fingerprint) {
+  // An owner of this acquisition alone: the store recognises a claim of it that went through
+  // as this acquisition's own, never as another thread's of the same guard.
   const LeaseWrite claim{.kind = LeaseWrite::Kind::kClaim,
                          .scope = scope,
                          .fingerprint = std::string(fingerprint),
-                         .owner = options_.owner,
+                         .owner = fmt::format("{}/{}", options_.owner, ++acquisitions_),
+                         .unique_owner = true,
                          .lease = options_.lease};
-  IDEM_ASSIGN_OR_RETURN(std::vector<LeaseWriteResult> results, store_.ApplyLeaseBatch({&claim, 1}));
-  if (results.size() != 1) return absl::InternalError("a batch of one claim gave no result");
-  LeaseWriteResult& result = results[0];
-  IDEM_RETURN_IF_ERROR(result.status);
+  absl::StatusOr<LeaseWriteResult> claimed = Claim(claim);
+  // Unavailable: the claim may have gone through with its answer lost. The same claim again is
+  // answered from the record: claimed if it is this acquisition's.
+  if (absl::IsUnavailable(claimed.status())) claimed = Claim(claim);
+  IDEM_RETURN_IF_ERROR(claimed.status());
+  LeaseWriteResult& result = *claimed;
   LeaseAcquisition acquisition;
   if (result.claimed) {
     acquisition.key.emplace(LeasedKey(store_, scope, options_, result));

@@ -33,6 +33,9 @@ testing::StoreFactory NatsClusterFactory() {
 using testing::StoreConformanceTest;
 INSTANTIATE_TEST_SUITE_P(Nats, StoreConformanceTest, ::testing::Values(NatsClusterFactory()),
                          testing::StoreFactoryName);
+using testing::StoreLostAckTest;
+INSTANTIATE_TEST_SUITE_P(Nats, StoreLostAckTest, ::testing::Values(NatsClusterFactory()),
+                         testing::StoreFactoryName);
 
 }  // namespace
 }  // namespace idem

@@ -13,6 +13,10 @@ using testing::StoreConformanceTest;
 INSTANTIATE_TEST_SUITE_P(Postgres, StoreConformanceTest,
                          ::testing::Values(pgtest::PostgresStoreFactory()),
                          testing::StoreFactoryName);
+using testing::StoreLostAckTest;
+INSTANTIATE_TEST_SUITE_P(Postgres, StoreLostAckTest,
+                         ::testing::Values(pgtest::PostgresStoreFactory()),
+                         testing::StoreFactoryName);
 
 }  // namespace
 }  // namespace idem

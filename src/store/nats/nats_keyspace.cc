@@ -60,7 +60,10 @@ absl::StatusOr<std::optional<KeyRecord>> Keyspace::Put(const KeyRecord& record, 
   const Slot slot = Locate(record.scope);
   absl::StatusOr<std::optional<uint64_t>> written =
       client_.Write(slot.bucket, slot.key, EncodeRecord(record), expected);
-  if (!written.ok()) return written.status();
+  if (!written.ok()) {
+    Remember(slot, Current{});  // the write may have gone through: the revision is unknown now
+    return written.status();
+  }
   if (!written->has_value()) return std::optional<KeyRecord>();
   std::optional<KeyRecord> stored(record);
   if (stored->fence == 0) stored->fence = FenceOf(**written, slot.shard, uri_.shards);
@@ -82,6 +85,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> Keyspace::
   for (size_t i = 0; i < records.size(); ++i) {
     const absl::StatusOr<std::optional<uint64_t>>& w = (*written)[i];
     if (!w.ok()) {
+      Remember(slots[i], Current{});  // may have been written: nothing known of its revision
       out.push_back(w.status());
     } else if (!w->has_value()) {
       out.push_back(std::optional<KeyRecord>());
@@ -98,7 +102,8 @@ absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> Keyspace::
 absl::StatusOr<bool> Keyspace::Remove(const Scope& scope, uint64_t expected, bool purge) {
   const Slot slot = Locate(scope);
   absl::StatusOr<bool> removed = client_.Delete(slot.bucket, slot.key, expected, purge);
-  if (removed.ok() && *removed) Remember(slot, Current{});
+  // Removed, or maybe removed (an error: the outcome may be unknown): forget the revision.
+  if (!removed.ok() || *removed) Remember(slot, Current{});
   return removed;
 }
 

@@ -48,7 +48,8 @@ class Keyspace {
 
   // Writes `record` over revision `expected` of its slot (a fence of 0 in it means "this write's
   // revision"). Returns the record as stored, its fence resolved, or nullopt when the slot moved
-  // on. Errors: Unavailable.
+  // on. Errors: Unavailable, its outcome unknown when the message says so (a later write finds
+  // out by a read).
   absl::StatusOr<std::optional<KeyRecord>> Put(const KeyRecord& record, uint64_t expected);
 
   // Writes each record (a fresh claim: fence 0) if its slot has no entry at all, all at once and
@@ -61,7 +62,9 @@ class Keyspace {
 
   // The last in_progress record this Keyspace read or wrote for `scope`, with its revision, if
   // it still remembers one. Possibly stale: only a conditional write on its revision may act on
-  // it (a write that succeeds proves it was current); never decide a refusal from it.
+  // it (a write that succeeds proves it was current); never decide a refusal from it. A write of
+  // the scope that fails (Put, Remove, CreateMany: its outcome may be unknown, the write applied
+  // and its acknowledgement lost) forgets it, so the next write starts from a read.
   std::optional<Current> Remembered(const Scope& scope);
 
   // Every record of shard `shard` that holds a value, fences resolved. Values that are not idem

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/status_macros.h"
+#include "core/retried_write.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
 
@@ -86,6 +87,8 @@ LeaseWriteResult Claim(Keyspace& keyspace, const LeaseRules& rules, const LeaseW
       const bool lapsed = live.state == KeyState::kInProgress && live.lease_until_ms <= now &&
                           live.fingerprint == write.fingerprint;
       if (!batch || !lapsed) {
+        // A retry of a claim that went through (its acknowledgement was lost): ours.
+        if (IsOwnClaim(write, live)) return OwnClaimResult(live, now);
         result.record = live;
         return result;
       }
@@ -134,6 +137,9 @@ LeaseWriteResult Fenced(Keyspace& keyspace, const LeaseRules& rules, const Lease
       if (batch && finish && record.has_value() && record->fence == write.fence &&
           record->state == final_state && record->response == write.response) {
         return {.now_ms = now};  // the same outcome again: a retry of a write that went through
+      }
+      if (write.kind == LeaseWrite::Kind::kRelease) {
+        return {.status = UnchangedRelease(write, record), .now_ms = now};
       }
       return {
           .status = StaleFenceError(OperationName(write.kind), write.scope, write.fence, record),

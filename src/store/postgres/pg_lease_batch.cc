@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/status_macros.h"
+#include "core/retried_write.h"
 #include "core/stale_fence.h"
 #include "core/utf8.h"
 #include "idem/key.h"
@@ -99,8 +100,9 @@ class Batch {
         return Finish(write, KeyState::kFailedFinal);
       case LeaseWrite::Kind::kRelease: {
         IDEM_ASSIGN_OR_RETURN(int64_t changed, DeleteClaim(conn_, write.scope, write.fence, now_));
-        if (changed != 1) return Stale(write, "release");
-        return Result(absl::OkStatus());
+        if (changed == 1) return Result(absl::OkStatus());
+        IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(conn_, write.scope, now_));
+        return Result(UnchangedRelease(write, live));
       }
     }
     return Result(absl::InvalidArgumentError("lease write kind out of range"));  // CheckWrite's
@@ -110,6 +112,9 @@ class Batch {
   absl::StatusOr<LeaseWriteResult> Claim(const LeaseWrite& write) {
     const ClaimParams params = ClaimAt(write, now_, retention_);
     IDEM_ASSIGN_OR_RETURN(ClaimResult claim, ClaimKey(conn_, params, rules_.take_over_lapsed));
+    if (!claim.claimed && IsOwnClaim(write, claim.record)) {
+      return OwnClaimResult(claim.record, now_);  // a retry of a claim that committed
+    }
     LeaseWriteResult result = Result(absl::OkStatus());
     result.claimed = claim.claimed;
     if (claim.claimed) {
@@ -275,6 +280,10 @@ class PipelinedBatch {
         if (!found.has_value() || ClaimWritesOver(*found, Claim(write), rules_.take_over_lapsed)) {
           return false;
         }
+        if (IsOwnClaim(write, *found)) {
+          result = OwnClaimResult(*found, now_);  // a retry of a claim that committed
+          return true;
+        }
         result = Result(absl::OkStatus());
         result.record = *std::move(found);
         return true;
@@ -282,7 +291,7 @@ class PipelinedBatch {
         result = Result(idem::StaleFenceError("heartbeat", write.scope, write.fence, found));
         return true;
       case LeaseWrite::Kind::kRelease:
-        result = Result(idem::StaleFenceError("release", write.scope, write.fence, found));
+        result = Result(UnchangedRelease(write, found));
         return true;
       case LeaseWrite::Kind::kComplete:
       case LeaseWrite::Kind::kFailFinal:

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/status_macros.h"
+#include "core/retried_write.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
 #include "store/sqlite/key_table.h"
@@ -99,6 +100,8 @@ absl::StatusOr<LeaseWriteResult> Batch::Claim(const LeaseWrite& write) {
         "key '{}' of tenant '{}' was neither claimable nor present under the write lock",
         write.scope.key, write.scope.tenant));
   }
+  // A retry of a claim that committed (its answer was lost): the caller holds the key.
+  if (IsOwnClaim(write, *live)) return OwnClaimResult(*live, now_);
   result.record = *std::move(live);
   return result;
 }
@@ -131,7 +134,9 @@ absl::StatusOr<LeaseWriteResult> Batch::Finish(const LeaseWrite& write, KeyState
 absl::StatusOr<LeaseWriteResult> Batch::Release(const LeaseWrite& write) {
   IDEM_ASSIGN_OR_RETURN(int64_t changed, DeleteClaim(conn_, write.scope, write.fence, now_));
   if (changed == 1) return Result(absl::OkStatus());
-  return Stale(write, "releasing the key");
+  // A retry of a release that committed finds the key absent: released, as asked.
+  IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, SelectLive(conn_, write.scope, now_));
+  return Result(UnchangedRelease(write, live));
 }
 
 absl::StatusOr<std::vector<LeaseWriteResult>> ApplyAll(Connection& conn, const Clock& clock,

@@ -12,6 +12,7 @@
 
 #include "common/status_macros.h"
 #include "core/key_query.h"
+#include "core/retried_write.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
 #include "store/sqlite/connection_pool.h"
@@ -176,8 +177,16 @@ absl::Status SqliteStore::Finish(const Scope& scope, int64_t fence, KeyState sta
 }
 
 absl::Status SqliteStore::Release(const Scope& scope, int64_t fence) {
-  return FencedWrite(scope, fence, "releasing the key", [&](Connection& conn, int64_t now) {
-    return sqlite::DeleteClaim(conn, scope, fence, now);
+  IDEM_RETURN_IF_ERROR(ValidateScope(scope));
+  IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
+  return InWriteTransaction(*conn, [&]() -> absl::Status {
+    const int64_t now = clock_.NowMillis();
+    IDEM_ASSIGN_OR_RETURN(int64_t changed, sqlite::DeleteClaim(*conn, scope, fence, now));
+    if (changed == 1) return absl::OkStatus();
+    // Nothing live is released already (a retry of a release that went through included).
+    IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> live, sqlite::SelectLive(*conn, scope, now));
+    return UnchangedRelease({.kind = LeaseWrite::Kind::kRelease, .scope = scope, .fence = fence},
+                            live);
   });
 }
 

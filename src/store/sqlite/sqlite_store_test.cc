@@ -35,6 +35,9 @@ using testing::StoreConformanceTest;
 INSTANTIATE_TEST_SUITE_P(Sqlite, StoreConformanceTest,
                          ::testing::Values(testing::SqliteStoreFactory()),
                          testing::StoreFactoryName);
+using testing::StoreLostAckTest;
+INSTANTIATE_TEST_SUITE_P(Sqlite, StoreLostAckTest, ::testing::Values(testing::SqliteStoreFactory()),
+                         testing::StoreFactoryName);
 
 // A raw connection to the file, standing for another program (or another idem process).
 class RawDb {
