@@ -30,12 +30,7 @@ bool PgFixture(const std::string& command) {
 
 class PostgresFaultStormE2E : public FaultStormFixture {};
 
-// DISABLED_ until issue 22's fix is on main: today's gateway answers an outcome it could not
-// record and forgets its key, whose lease then lapses and whose duplicate runs again. Seen in
-// a run on it: 6 of 200 keys ran twice at the upstream and their two clients got two different
-// answers.
-TEST_F(PostgresFaultStormE2E,
-       DISABLED_PowerCutThenRestartEveryKeyHasOneAnswerItsLastExecutionRunOnce) {
+TEST_F(PostgresFaultStormE2E, PowerCutThenRestartEveryKeyHasOneAnswerItsLastExecutionRunOnce) {
   auto fresh = pgtest::CreateFreshSchemaUri();
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   store_ = fresh->uri;

@@ -86,11 +86,7 @@ class SqliteFaultStormE2E : public FaultStormFixture {
   bool mounted_ = false;
 };
 
-// DISABLED_ until issue 22's fix is on main: today's gateway answers an outcome it could not
-// record and forgets its key, whose lease then lapses and whose duplicate runs again. Seen in
-// a run on it: 5 of 200 keys ran twice at the upstream and their two clients got two different
-// answers (ch_44 and ch_150 for one key).
-TEST_F(SqliteFaultStormE2E, DISABLED_DiskFullThenFreedEveryKeyHasOneAnswerItsLastExecutionRunOnce) {
+TEST_F(SqliteFaultStormE2E, DiskFullThenFreedEveryKeyHasOneAnswerItsLastExecutionRunOnce) {
   StartGateways({"--lease", "12s", "--upstream-timeout", "5s"});
   Storm storm(Options("sqlite", kKeys, kPairs));
   storm.Start();
