@@ -78,10 +78,10 @@ class NatsFaultStormE2E : public FaultStormFixture {
   int leader_ = 0;
 };
 
-// DISABLED_ until issue 22's fix is on main: today's gateway answers an outcome it could not
-// record and forgets its key, whose lease then lapses and whose duplicate runs again. Seen in
-// runs on it: 7 of 200 keys (killed nodes) and 6 of 200 (paused leader) ran twice at the upstream
-// and their two clients got two different answers.
+// DISABLED_: on main at b447583 (the gateway keeps unrecorded outcomes) every key still has one
+// answer, the recorded one, but 6 of 200 keys ran twice though both outages (8.7 s, 10.6 s) were
+// shorter than the 20 s lease (on the code before: 7 ran twice, each with two answers). Not yet
+// run with a2da40e (lost acknowledgements resolved by reading the record).
 TEST_F(NatsFaultStormE2E, DISABLED_LeaderKilledAndRestartedThenTwoNodesKilledAndBroughtBack) {
   StartGateways({"--lease", "20s", "--upstream-timeout", "5s"});
   Storm storm(Options("nats-kill", kKeys, kPairs));
@@ -112,7 +112,7 @@ TEST_F(NatsFaultStormE2E, DISABLED_LeaderKilledAndRestartedThenTwoNodesKilledAnd
   HealAndCheck(storm);
 }
 
-TEST_F(NatsFaultStormE2E, DISABLED_LeaderPausedPastItsElectionTimeoutAndResumed) {
+TEST_F(NatsFaultStormE2E, LeaderPausedPastItsElectionTimeoutAndResumed) {
   std::vector<std::string> others;
   for (int i = 1; i <= 3; ++i) {
     if (i != leader_) others.push_back(nodes_[static_cast<size_t>(i - 1)]);
