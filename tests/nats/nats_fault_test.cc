@@ -120,7 +120,7 @@ TEST_F(NatsTwoProcessFault, LeaderKilledAndRestartedMidRunEveryEffectRunsOnceNot
 }
 
 TEST_F(NatsTwoProcessFault, WokenLeaderNeverCompletesAKeyItsWorkerLost) {
-  // "near" talks only to the leader; "far" only to the other two. Leases of 3 s lapse while the
+  // "near" talks only to the leader; "far" only to the other two. Leases of 6 s lapse while the
   // leader is paused, so far takes over the keys near holds; near, woken, must be refused.
   std::vector<std::string> others;
   for (int i = 1; i <= 3; ++i) {
@@ -129,15 +129,18 @@ TEST_F(NatsTwoProcessFault, WokenLeaderNeverCompletesAKeyItsWorkerLost) {
   auto others_admin = natstest::Connect(others[0] + "," + others[1]);
   ASSERT_TRUE(others_admin.ok()) << others_admin.status();
   const std::string bucket = "replicas=3&bucket=" + bucket_;
-  // Near's effects of one key per thread, at a quarter of the run, take 1.5 s (a slow upstream
-  // call), and far claims those keys 300 ms late, so near holds them: the leader is paused once
+  // Near's effects of one key per thread, at a quarter of the run, take 4 s (a slow upstream
+  // call), and far claims those keys only once near has (within 60 s), so near holds them even
+  // when far's threads run ahead of near's (a loaded machine saw far take all of them first, and
+  // near hold none, when far merely waited 300 ms): the leader is paused once
   // near is seen inside 4 of them, so near holds keys whose completion it will send to the paused
-  // leader. Seen, not guaranteed still inside: the pause is a fixture command that can take a
-  // second on a loaded machine, and a thread seen inside may finish before it lands.
+  // leader. Seen, not guaranteed still inside: the pause is a fixture command that can take
+  // seconds on a loaded machine, and a thread seen inside may finish before it lands (with effects
+  // of 1.5 s, 16 keys were lost on an idle machine, 4 with both cores busy, and a CI run failed).
   constexpr int kSlowFrom = kKeys / 4;
-  run_->Start("near", natstest::StoreUriOn({nodes_[static_cast<size_t>(leader_ - 1)]}, bucket), 3s,
-              kSlowFrom, 1500ms);
-  run_->Start("far", natstest::StoreUriOn(others, bucket), 3s, kSlowFrom, -300ms);
+  run_->Start("near", natstest::StoreUriOn({nodes_[static_cast<size_t>(leader_ - 1)]}, bucket), 6s,
+              kSlowFrom, 4000ms);
+  run_->Start("far", natstest::StoreUriOn(others, bucket), 6s, kSlowFrom, -60000ms);
   ASSERT_TRUE(run_->RunUntil(
       [](const std::vector<Worker>& workers) { return workers[0].stats.slow >= 4; }, kPhaseBound));
   Cluster("pause-node", leader_);
@@ -145,7 +148,7 @@ TEST_F(NatsTwoProcessFault, WokenLeaderNeverCompletesAKeyItsWorkerLost) {
   const auto paused_at = std::chrono::steady_clock::now();
   // Paused past an election: the other two elect a leader, and far takes over every key near
   // holds (far's thread t and near's walk the same keys in step: far waits for each, and once the
-  // 3 s leases near took before the pause have lapsed, no far thread waits any more).
+  // 6 s leases near took before the pause have lapsed, no far thread waits any more).
   auto last_asked = paused_at - 1s;
   bool elected = false;
   ASSERT_TRUE(run_->RunUntil(

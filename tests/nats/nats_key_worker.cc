@@ -12,8 +12,9 @@
 //   - runs the effect: appends "KEY OWNER FENCE\n" to EFFECTS_FILE with one O_APPEND write; the
 //     effects of keys SLOW_FROM .. SLOW_FROM+THREADS-1 (one per thread) then take EFFECT_MS more
 //     (a slow upstream call, during which the key is held; SLOW_FROM -1: none); a negative
-//     EFFECT_MS instead delays this process's first claim of those keys by -EFFECT_MS, so that
-//     another process with slow effects claims them first;
+//     EFFECT_MS instead makes this process wait, before its first claim of those keys, until a
+//     read finds another's record (for at most -EFFECT_MS), so that another process with slow
+//     effects claims them first however far apart the two processes' threads run;
 //   - completes with the body "key=KEY by=OWNER fence=FENCE"; a refused completion (Aborted) is
 //     checked with a read: the record finished with its own fence was an earlier attempt of its
 //     own whose answer was lost; anything else is a key it lost (it never writes again).
@@ -102,7 +103,7 @@ class KeyRunner {
   void Run(int k) {
     const idem::Scope scope{"t", fmt::format("key-{:04d}", k)};
     const bool band = k >= config_.slow_from && k < config_.slow_from + config_.threads;
-    if (band && config_.effect.count() < 0) std::this_thread::sleep_for(-config_.effect);
+    if (band && config_.effect.count() < 0) AwaitAnotherClaim(scope);
     const int64_t fence = Acquire(scope);
     if (fence == 0) return;  // finished by another
     const std::string line = fmt::format("{} {} {}\n", scope.key, owner_, fence);
@@ -152,6 +153,18 @@ class KeyRunner {
       if (!absl::IsAborted(taken.status()) && !absl::IsNotFound(taken.status())) {
         Retry(taken.status(), "take over");
       }
+    }
+  }
+
+  // Polls until a read finds `scope` recorded (by another process: this one has not claimed it),
+  // for at most -EFFECT_MS.
+  void AwaitAnotherClaim(const idem::Scope& scope) {
+    const auto until = std::chrono::steady_clock::now() - config_.effect;
+    while (std::chrono::steady_clock::now() < until) {
+      absl::StatusOr<idem::KeyRecord> got = store_.Get(scope);
+      if (got.ok()) return;
+      if (!absl::IsNotFound(got.status())) Retry(got.status(), "read before a claim");
+      std::this_thread::sleep_for(10ms);
     }
   }
 

@@ -43,7 +43,8 @@ class WorkerRun {
 
   // Starts a worker named `name` on the store `uri` with leases of `lease`; the effects of keys
   // slow_from .. slow_from+THREADS-1 take `slow_effect` (-1: none; a negative slow_effect
-  // delays their first claim instead, see nats_key_worker.cc). Failures to start are reported as
+  // instead holds back their first claim until another's record is found, for at most
+  // -slow_effect, see nats_key_worker.cc). Failures to start are reported as
   // test failures.
   void Start(const std::string& name, const std::string& uri, std::chrono::milliseconds lease,
              int slow_from = -1,
