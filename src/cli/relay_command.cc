@@ -13,6 +13,7 @@
 
 #include "cli/allocator_tuning.h"
 #include "cli/commands.h"
+#include "http/listen.h"
 #include "idem/retry/duration.h"
 #include "idem/store.h"
 #include "relay/http_sink.h"
@@ -179,6 +180,10 @@ int Relay(const RelayFlags& f) {
   if (!dialect.ok()) return Fail(kExitUsage, std::string(dialect.status().message()));
   absl::StatusOr<std::unique_ptr<relay::Sink>> sink = MakeSink(f, options->send_timeout);
   if (!sink.ok()) return Fail(kExitUsage, std::string(sink.status().message()));
+  if (!f.admin.empty()) {  // a malformed --admin is refused before the store is opened
+    if (auto endpoint = http::ParseEndpoint(f.admin, "--admin"); !endpoint.ok())
+      return Fail(kExitUsage, std::string(endpoint.status().message()));
+  }
 
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -14,11 +14,13 @@
 #include "cli/allocator_tuning.h"
 #include "cli/commands.h"
 #include "gateway/config_file.h"
+#include "gateway/forward.h"
 #include "gateway/gateway_config.h"
 #include "gateway/group_commit_key_service.h"
 #include "gateway/metrics.h"
 #include "gateway/server.h"
 #include "gateway/sweeper.h"
+#include "http/listen.h"
 #include "http/tls.h"
 #include "idem/retry/duration.h"
 #include "idem/store.h"
@@ -34,8 +36,8 @@ constexpr int kExitUsage = 2;   // bad flag or config file, or settings that can
 constexpr const char* kFooter = R"(Exit status:
   0  stopped by SIGTERM or SIGINT after draining
   1  the store cannot be opened, an address cannot be bound, the upstream does not resolve
-  2  usage error: a bad flag, duration, size or config file, or --upstream-timeout not shorter
-     than --lease
+  2  usage error: a bad flag, duration, size, address, port, upstream URL, store URI or config
+     file (on the command line or in the file), or --upstream-timeout not shorter than --lease
 
 Durations: 500ms, 30s, 1m, 24h. Sizes: 512, 64KiB, 1MiB.
 
@@ -89,10 +91,10 @@ absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayCon
     const std::string& text;
     int64_t& into;
   };
-  for (const SizeFlag& z : {SizeFlag{"--max-body", f.max_body, config.max_body},
-                            SizeFlag{"--cache-bytes", f.cache_bytes, config.cache_bytes},
-                            SizeFlag{"--max-pending-bytes", f.max_pending_bytes,
-                                     config.max_pending_bytes}}) {
+  for (const SizeFlag& z :
+       {SizeFlag{"--max-body", f.max_body, config.max_body},
+        SizeFlag{"--cache-bytes", f.cache_bytes, config.cache_bytes},
+        SizeFlag{"--max-pending-bytes", f.max_pending_bytes, config.max_pending_bytes}}) {
     if (!given(z.name)) continue;
     absl::StatusOr<int64_t> size = gateway::ParseByteSize(z.text);
     if (!size.ok())
@@ -111,6 +113,22 @@ absl::Status CheckCacert(const std::string& file) {
     return absl::InvalidArgumentError(
         fmt::format("--cacert {}: {}", file, std::string(tls.status().message())));
   return absl::OkStatus();
+}
+
+// Addresses and the upstream URL that do not parse are usage errors, found before the store is
+// opened; an address that parses but cannot be bound is found later (exit 1).
+absl::Status CheckAddresses(const gateway::GatewayConfig& config) {
+  if (absl::StatusOr<boost::asio::ip::tcp::endpoint> e =
+          http::ParseEndpoint(config.listen, "--listen");
+      !e.ok())
+    return e.status();
+  if (!config.admin.empty()) {
+    if (absl::StatusOr<boost::asio::ip::tcp::endpoint> e =
+            http::ParseEndpoint(config.admin, "--admin");
+        !e.ok())
+      return e.status();
+  }
+  return gateway::ParseUpstreamUrl(config.upstream).status();
 }
 
 // Log lines are written by a thread of their own: an io thread never waits for stderr (a file on
@@ -138,6 +156,14 @@ int Serve(const gateway::GatewayConfig& config) {
   std::signal(SIGXFSZ, SIG_IGN);
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(
       config.store, {.retention = config.retention, .lock_timeout = config.store_lock_timeout});
+  if (!store.ok() &&
+      (absl::IsInvalidArgument(store.status()) || absl::IsUnimplemented(store.status()))) {
+    // A malformed store URI, or one this build cannot open: a usage error like a bad flag.
+    std::fprintf(stderr, "idem serve: cannot open the store %s: %s\n",
+                 RedactStoreUri(config.store).c_str(),
+                 std::string(store.status().message()).c_str());
+    return kExitUsage;
+  }
   if (!store.ok()) {
     // No log line may carry a password (issue 12): the URI is shown redacted.
     spdlog::error("cannot open the store {}: {}{}", RedactStoreUri(config.store),
@@ -185,6 +211,7 @@ int RunServeCommand(const CLI::App& cmd, const Flags& f) {
   }
   absl::Status s = ApplyFlags(f, cmd, config);
   if (s.ok()) s = gateway::ValidateConfig(config);
+  if (s.ok()) s = CheckAddresses(config);
   if (s.ok() && !config.cacert.empty()) s = CheckCacert(config.cacert);
   if (!s.ok()) {
     std::fprintf(stderr, "idem serve: %s\n", std::string(s.message()).c_str());

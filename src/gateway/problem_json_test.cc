@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
+#include <set>
+#include <string>
 
 namespace idem::gateway {
 namespace {
@@ -53,6 +55,32 @@ TEST(ProblemBody, IsJsonWithTheFourMembers) {
   EXPECT_EQ(v.at("detail").as_string(), "say \"why\"");
   EXPECT_EQ(v.at("type").as_string(), "https://idem.dev/problems/invalid-request");
   EXPECT_EQ(v.at("title").as_string(), "Invalid request");
+}
+
+// The type URIs are identifiers that clients compare as strings (docs/gateway.md, "Problem
+// documents"): a contract, never renamed. Every type the one table can answer is listed here;
+// outcome-not-recorded and upstream-answer-not-kept come from guard_outcome.cc.
+TEST(ProblemJson, TypeUrisAreTheDocumentedContract) {
+  std::set<std::string> types;
+  for (Origin origin : {Origin::kRequest, Origin::kStore, Origin::kUpstream}) {
+    for (int code = 1; code <= 16; ++code) {
+      types.insert(ProblemFor(absl::Status(static_cast<absl::StatusCode>(code), "x"), origin).type);
+    }
+  }
+  const std::string base = "https://idem.dev/problems/";
+  EXPECT_EQ(kProblemTypeBase, base);
+  const std::set<std::string> documented = {base + "invalid-request",
+                                            base + "request-timeout",
+                                            base + "key-in-flight",
+                                            base + "body-too-large",
+                                            base + "key-reused",
+                                            base + "upstream-unreachable",
+                                            base + "upstream-bad-response",
+                                            base + "store-unavailable",
+                                            base + "upstream-timeout",
+                                            base + "transfer-coding-unsupported",
+                                            base + "internal"};
+  EXPECT_EQ(types, documented);
 }
 
 }  // namespace
