@@ -6,13 +6,10 @@
 
 #include "common/status_macros.h"
 #include "core/stale_fence.h"
+#include "store/postgres/pg_key_columns.h"
 
 namespace idem::postgres {
 namespace {
-
-#define IDEM_PG_KEY_COLUMNS                                                                 \
-  " tenant, key, fingerprint, state, fence, owner, lease_until_ms, status, headers, body, " \
-  "created_ms, updated_ms, expires_ms "
 
 // A claim that found the row changing under it this many times in a row reports Unavailable.
 constexpr int kMaxClaimRounds = 16;
@@ -56,22 +53,44 @@ absl::StatusOr<std::optional<KeyRecord>> SelectAny(PgConnection& conn, const Sco
 // Replaces an expired record that still has `expected_fence`, with a fence from the sequence.
 absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(PgConnection& conn, const ClaimParams& p,
                                                         int64_t expected_fence) {
-  const SqlValue params[] = {p.scope.tenant, p.scope.key,      p.fingerprint, p.owner,
-                             p.now_ms,       p.lease_until_ms, p.expires_ms,  expected_fence};
-  IDEM_ASSIGN_OR_RETURN(
-      Result result,
-      conn.Run(
-          "UPDATE idem_keys SET fingerprint = $3, state = 1, fence = nextval('idem_fence_seq'), "
-          "owner = $4, "
-          "lease_until_ms = $6, status = 0, headers = '', body = '', created_ms = $5, "
-          "updated_ms = $5, expires_ms = $7 "
-          "WHERE tenant = $1 AND key = $2 AND fence = $8 AND expires_ms <= $5 "
-          "RETURNING" IDEM_PG_KEY_COLUMNS,
-          params, What("claim (replacing an expired record)", p.scope)));
+  IDEM_ASSIGN_OR_RETURN(Result result, conn.Run(ReplaceExpiredStatement(p, expected_fence)));
   return FirstRecord(result);
 }
 
 }  // namespace
+
+Statement ReplaceExpiredStatement(const ClaimParams& p, int64_t expected_fence) {
+  return {
+      "UPDATE idem_keys SET fingerprint = $3, state = 1, fence = nextval('idem_fence_seq'), "
+      "owner = $4, "
+      "lease_until_ms = $6, status = 0, headers = '', body = '', created_ms = $5, "
+      "updated_ms = $5, expires_ms = $7 "
+      "WHERE tenant = $1 AND key = $2 AND fence = $8 AND expires_ms <= $5 "
+      "RETURNING" IDEM_PG_KEY_COLUMNS,
+      {p.scope.tenant, p.scope.key, p.fingerprint, p.owner, p.now_ms, p.lease_until_ms,
+       p.expires_ms, expected_fence},
+      What("claim (replacing an expired record)", p.scope)};
+}
+
+Statement TakeOverLapsedStatement(const ClaimParams& p, int64_t expected_fence) {
+  return {
+      "UPDATE idem_keys SET fence = nextval('idem_fence_seq'), owner = $3, "
+      "lease_until_ms = $5, updated_ms = $4, expires_ms = GREATEST(expires_ms, $5) "
+      "WHERE tenant = $1 AND key = $2 AND fence = $6 AND state = 1 AND fingerprint = $7 "
+      "AND lease_until_ms <= $4 AND expires_ms > $4 RETURNING" IDEM_PG_KEY_COLUMNS,
+      {p.scope.tenant, p.scope.key, p.owner, p.now_ms, p.lease_until_ms, expected_fence,
+       p.fingerprint},
+      What("takeover", p.scope)};
+}
+
+std::vector<KeyRecord> Records(const Result& result) {
+  std::vector<KeyRecord> records;
+  records.reserve(static_cast<size_t>(PQntuples(result.get())));
+  for (int row = 0; row < PQntuples(result.get()); ++row) {
+    records.push_back(ReadRecord(result.get(), row));
+  }
+  return records;
+}
 
 std::optional<KeyRecord> FirstRecord(const Result& result) {
   if (PQntuples(result.get()) == 0) return std::nullopt;
@@ -169,15 +188,7 @@ absl::StatusOr<ClaimResult> ClaimKey(PgConnection& conn, const ClaimParams& p,
 
 absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(PgConnection& conn, const ClaimParams& p,
                                                         int64_t expected_fence) {
-  const SqlValue params[] = {p.scope.tenant,   p.scope.key,    p.owner,      p.now_ms,
-                             p.lease_until_ms, expected_fence, p.fingerprint};
-  IDEM_ASSIGN_OR_RETURN(
-      Result result,
-      conn.Run("UPDATE idem_keys SET fence = nextval('idem_fence_seq'), owner = $3, "
-               "lease_until_ms = $5, updated_ms = $4, expires_ms = GREATEST(expires_ms, $5) "
-               "WHERE tenant = $1 AND key = $2 AND fence = $6 AND state = 1 AND fingerprint = $7 "
-               "AND lease_until_ms <= $4 AND expires_ms > $4 RETURNING" IDEM_PG_KEY_COLUMNS,
-               params, What("takeover", p.scope)));
+  IDEM_ASSIGN_OR_RETURN(Result result, conn.Run(TakeOverLapsedStatement(p, expected_fence)));
   return FirstRecord(result);
 }
 
@@ -229,11 +240,7 @@ absl::StatusOr<std::vector<KeyRecord>> SelectMany(PgConnection& conn, const KeyQ
   }
   sql += " ORDER BY tenant COLLATE \"C\", key COLLATE \"C\" LIMIT $2";
   IDEM_ASSIGN_OR_RETURN(Result result, conn.Run(sql, params, "listing of keys"));
-  std::vector<KeyRecord> records;
-  for (int row = 0; row < PQntuples(result.get()); ++row) {
-    records.push_back(ReadRecord(result.get(), row));
-  }
-  return records;
+  return Records(result);
 }
 
 absl::StatusOr<int64_t> DeleteAny(PgConnection& conn, const Scope& scope) {
@@ -295,7 +302,5 @@ std::vector<Header> DecodeHeaders(std::string_view bytes) {
   while (take(header.name) && take(header.value)) out.push_back(header);
   return out;
 }
-
-#undef IDEM_PG_KEY_COLUMNS
 
 }  // namespace idem::postgres

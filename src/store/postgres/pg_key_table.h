@@ -80,8 +80,12 @@ Statement RecordOutcomeStatement(const Scope& scope, int64_t fence, KeyState sta
                                  const StoredResponse& response, int64_t now_ms,
                                  int64_t expires_ms);
 Statement DeleteClaimStatement(const Scope& scope, int64_t fence, int64_t now_ms);
+Statement ReplaceExpiredStatement(const ClaimParams& p, int64_t expected_fence);
+Statement TakeOverLapsedStatement(const ClaimParams& p, int64_t expected_fence);
 // The first row as a record (RETURNING or SELECT of the key columns), or nullopt.
 std::optional<KeyRecord> FirstRecord(const Result& result);
+// Every row as a record.
+std::vector<KeyRecord> Records(const Result& result);
 // The number of rows an UPDATE or DELETE changed.
 int64_t RowsChanged(const Result& result);
 // true when ClaimKey, having found `found` in the way of its INSERT, writes over it (an expired

@@ -1,16 +1,21 @@
 // Lease-mode writes on PostgreSQL, many in one transaction (Store::ApplyLeaseBatch) or one in
 // autocommit (the single lease-mode calls, a batch of one with their own rules).
 //
-// Lock order: a batch's writes run sorted by (tenant, key), bytewise, each scope's writes in the
-// caller's order, so two batches on the same keys lock rows in the same order and cannot
-// deadlock; results come back in the caller's order.
+// Round trips of a batch of several writes: BEGIN, the clock and the locking of every existing
+// row of the batch's scopes (pg_set_statements.h, LockRowsStatement) in one; every write in one
+// pipeline of set-based statements, one per kind of write (pg_set_batch.h); a read, only when a
+// claim lost to a concurrent claimer or a fenced write's row appeared since the locking; COMMIT.
+// A batch with two writes on one scope, and a batch whose claim must write over a record that
+// appeared or vanished since the locking (rolled back first), run one statement at a time
+// (pg_lease_in_turn.h) after the same locking.
 //
-// Round trips: a batch of several writes reads the clock (with BEGIN), sends every write's
-// statement in one pipeline (libpq pipeline mode, up to 64 writes to a round trip), then the
-// reads that explain the writes that changed nothing (a claim that lost, a stale fence) in one
-// more, then COMMIT. A claim that must write over the record it found (an expired record, a
-// lapsed lease taken over) rolls that attempt back and the batch runs one statement at a time,
-// as do batches with two writes on one scope.
+// Lock order: a batch first locks the existing rows of its keys, one after the other in (tenant,
+// key) order (LockRowsStatement). After that it waits only for rows its locking did not see: at a
+// claim's INSERT, for another transaction's new or changed row of that key (and, one statement at
+// a time, at a row that appeared since), in (tenant, key) order: the INSERT's rows go in that
+// order, and one statement at a time every statement does. A batch still locking has written
+// nothing, and a set-based batch changes rows only once its INSERT is done, so two batches on the
+// same keys cannot deadlock. Results come back in the caller's order.
 //
 // Time: with a clock (StoreOptions::clock set) its NowMillis(); without one the database's
 // clock_timestamp(), read once per batch, so hosts sharing the database agree on every lease.
@@ -27,14 +32,9 @@
 #include "idem/clock.h"
 #include "idem/store.h"
 #include "store/postgres/pg_connection.h"
+#include "store/postgres/pg_lease_write.h"
 
 namespace idem::postgres {
-
-// The batch's differences from the single calls (idem/store.h), which a single call turns off.
-struct BatchRules {
-  bool take_over_lapsed = true;   // kClaim takes over a lapsed lease of the same fingerprint
-  bool idempotent_finish = true;  // kComplete / kFailFinal accept a repeat of the same outcome
-};
 
 // The time writes run at: `clock`'s when set, else the database's. Errors: as PgConnection::Run.
 absl::StatusOr<int64_t> StoreNow(PgConnection& conn, const Clock* clock);

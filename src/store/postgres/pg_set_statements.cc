@@ -1,0 +1,191 @@
+#include "store/postgres/pg_set_statements.h"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+#include "store/postgres/pg_key_columns.h"
+#include "store/postgres/pg_lease_write.h"
+
+namespace idem::postgres {
+namespace {
+
+// An array literal of text elements, each quoted ("" and \ escaped), so that any text (empty, with
+// commas, braces, quotes or the word NULL) reads back as itself.
+class TextArray {
+ public:
+  void Add(std::string_view text) {
+    if (out_.size() > 1) out_.push_back(',');
+    out_.push_back('"');
+    for (char c : text) {
+      if (c == '"' || c == '\\') out_.push_back('\\');
+      out_.push_back(c);
+    }
+    out_.push_back('"');
+  }
+  std::string Take() {
+    out_.push_back('}');
+    return std::move(out_);
+  }
+
+ private:
+  std::string out_ = "{";
+};
+
+class IntArray {
+ public:
+  void Add(int64_t value) {
+    if (out_.size() > 1) out_.push_back(',');
+    out_ += std::to_string(value);
+  }
+  std::string Take() {
+    out_.push_back('}');
+    return std::move(out_);
+  }
+
+ private:
+  std::string out_ = "{";
+};
+
+// The (tenant, key) arrays of `scopes`, as $1 and $2.
+std::vector<SqlValue> ScopeArrays(std::span<const Scope* const> scopes) {
+  TextArray tenants, keys;
+  for (const Scope* scope : scopes) {
+    tenants.Add(scope->tenant);
+    keys.Add(scope->key);
+  }
+  return {tenants.Take(), keys.Take()};
+}
+
+std::string What(std::string_view operation, size_t count) {
+  return fmt::format("{} of {} key(s) in a lease batch", operation, count);
+}
+
+}  // namespace
+
+Statement LockRowsStatement(std::span<const Scope* const> scopes) {
+  // ORDER BY comes before the locking: rows are locked one after the other in that order.
+  return {"SELECT" IDEM_PG_KEY_COLUMNS
+          "FROM idem_keys WHERE (tenant, key) IN "
+          "(SELECT t, k FROM unnest($1::text[], $2::text[]) AS u(t, k)) "
+          "ORDER BY tenant COLLATE \"C\", key COLLATE \"C\" FOR UPDATE",
+          ScopeArrays(scopes), What("locking", scopes.size())};
+}
+
+Statement ReadRowsStatement(std::span<const Scope* const> scopes) {
+  return {"SELECT" IDEM_PG_KEY_COLUMNS
+          "FROM idem_keys WHERE (tenant, key) IN "
+          "(SELECT t, k FROM unnest($1::text[], $2::text[]) AS u(t, k))",
+          ScopeArrays(scopes), What("read", scopes.size())};
+}
+
+Statement InsertClaimsStatement(std::span<const ClaimParams> claims, int64_t now_ms) {
+  TextArray tenants, keys, fingerprints, owners;
+  IntArray leases, expires;
+  for (const ClaimParams& claim : claims) {
+    tenants.Add(claim.scope.tenant);
+    keys.Add(claim.scope.key);
+    fingerprints.Add(claim.fingerprint);
+    owners.Add(claim.owner);
+    leases.Add(claim.lease_until_ms);
+    expires.Add(claim.expires_ms);
+  }
+  // Rows go in ordinal order, so an INSERT that waits for another claimer's row holds only rows
+  // before it in the lock order.
+  return {
+      "INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, lease_until_ms, "
+      "created_ms, updated_ms, expires_ms) "
+      "SELECT t, k, f, 1, nextval('idem_fence_seq'), o, lu, $7, $7, ex FROM unnest($1::text[], "
+      "$2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) WITH ORDINALITY "
+      "AS u(t, k, f, o, lu, ex, n) ORDER BY n "
+      "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_PG_KEY_COLUMNS,
+      {tenants.Take(), keys.Take(), fingerprints.Take(), owners.Take(), leases.Take(),
+       expires.Take(), now_ms},
+      What("claim", claims.size())};
+}
+
+Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats, int64_t now_ms) {
+  TextArray tenants, keys;
+  IntArray fences, leases;
+  for (const LeaseWrite* write : heartbeats) {
+    tenants.Add(write->scope.tenant);
+    keys.Add(write->scope.key);
+    fences.Add(write->fence);
+    leases.Add(now_ms + write->lease.count());
+  }
+  return {
+      "UPDATE idem_keys AS r SET lease_until_ms = u.lu, updated_ms = $5, "
+      "expires_ms = GREATEST(r.expires_ms, u.lu) "
+      "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(t, k, f, lu) "
+      "WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
+      "AND r.expires_ms > $5 RETURNING r.tenant, r.key",
+      {tenants.Take(), keys.Take(), fences.Take(), leases.Take(), now_ms},
+      What("heartbeat", heartbeats.size())};
+}
+
+Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes, int64_t now_ms,
+                                  int64_t expires_ms) {
+  TextArray tenants, keys;
+  IntArray fences, states, statuses, header_at, header_len, body_at, body_len;
+  std::string headers, bodies;
+  for (const LeaseWrite* write : finishes) {
+    tenants.Add(write->scope.tenant);
+    keys.Add(write->scope.key);
+    fences.Add(write->fence);
+    states.Add(static_cast<int>(FinalState(*write)));
+    statuses.Add(write->response.status);
+    const std::string encoded = EncodeHeaders(write->response.headers);
+    header_at.Add(static_cast<int64_t>(headers.size()) + 1);  // substring counts from 1
+    header_len.Add(static_cast<int64_t>(encoded.size()));
+    headers += encoded;
+    body_at.Add(static_cast<int64_t>(bodies.size()) + 1);
+    body_len.Add(static_cast<int64_t>(write->response.body.size()));
+    bodies += write->response.body;
+  }
+  return {
+      "UPDATE idem_keys AS r SET state = u.s, status = u.st, "
+      "headers = substring($10::bytea FROM u.ha FOR u.hl), "
+      "body = substring($11::bytea FROM u.ba FOR u.bl), updated_ms = $12, expires_ms = $13 "
+      "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::smallint[], $5::int[], "
+      "$6::int[], $7::int[], $8::int[], $9::int[]) AS u(t, k, f, s, st, ha, hl, ba, bl) "
+      "WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
+      "AND r.expires_ms > $12 RETURNING r.tenant, r.key",
+      {tenants.Take(), keys.Take(), fences.Take(), states.Take(), statuses.Take(), header_at.Take(),
+       header_len.Take(), body_at.Take(), body_len.Take(), Blob{std::move(headers)},
+       Blob{std::move(bodies)}, now_ms, expires_ms},
+      What("outcome", finishes.size())};
+}
+
+Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases, int64_t now_ms) {
+  TextArray tenants, keys;
+  IntArray fences;
+  for (const LeaseWrite* write : releases) {
+    tenants.Add(write->scope.tenant);
+    keys.Add(write->scope.key);
+    fences.Add(write->fence);
+  }
+  return {
+      "DELETE FROM idem_keys AS r USING unnest($1::text[], $2::text[], $3::bigint[]) "
+      "AS u(t, k, f) WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
+      "AND r.expires_ms > $4 RETURNING r.tenant, r.key",
+      {tenants.Take(), keys.Take(), fences.Take(), now_ms},
+      What("release", releases.size())};
+}
+
+size_t OutcomeBytes(const LeaseWrite& finish) {
+  size_t bytes = finish.response.body.size();
+  for (const Header& header : finish.response.headers) {
+    bytes += 8 + header.name.size() + header.value.size();
+  }
+  return bytes;
+}
+
+std::vector<std::string> ScopeIdsOf(const Result& result) {
+  std::vector<std::string> ids;
+  for (int row = 0; row < PQntuples(result.get()); ++row) {
+    ids.push_back(ScopeId({PQgetvalue(result.get(), row, 0), PQgetvalue(result.get(), row, 1)}));
+  }
+  return ids;
+}
+
+}  // namespace idem::postgres

@@ -1,0 +1,48 @@
+// The set-based statements of a PostgreSQL lease batch: each kind of write of a whole batch in
+// one statement, its rows bound as arrays (text-format array literals; bodies and headers as one
+// bytea each, cut by offsets) and expanded with unnest.
+#ifndef IDEM_STORE_POSTGRES_PG_SET_STATEMENTS_H_
+#define IDEM_STORE_POSTGRES_PG_SET_STATEMENTS_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "idem/store.h"
+#include "store/postgres/pg_connection.h"
+#include "store/postgres/pg_key_table.h"
+
+namespace idem::postgres {
+
+// Every existing record of `scopes` (any state), locked FOR UPDATE one after the other in
+// (tenant, key) order. REQUIRES: no scope twice.
+Statement LockRowsStatement(std::span<const Scope* const> scopes);
+// Every existing record of `scopes`, read without locking.
+Statement ReadRowsStatement(std::span<const Scope* const> scopes);
+
+// The claims, inserted in the order given (the lock order) with fences from idem_fence_seq:
+// INSERT … ON CONFLICT DO NOTHING, returning the records inserted. Every claim's now_ms must be
+// `now_ms`. REQUIRES: no scope twice.
+Statement InsertClaimsStatement(std::span<const ClaimParams> claims, int64_t now_ms);
+
+// The fenced writes. Each changes the records of the writes that still hold their claim
+// (in_progress with the write's fence, unexpired at `now_ms`) and returns their (tenant, key).
+// REQUIRES: no scope twice; every write of the kind the statement names.
+Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats, int64_t now_ms);
+// kComplete and kFailFinal together; `expires_ms` for all.
+Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes, int64_t now_ms,
+                                  int64_t expires_ms);
+Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases, int64_t now_ms);
+
+// The bytes a finish's outcome adds to RecordOutcomesStatement's parameters; callers keep a
+// statement's total under kMaxOutcomeBytes (a parameter holds at most 1 GB).
+size_t OutcomeBytes(const LeaseWrite& finish);
+constexpr size_t kMaxOutcomeBytes = size_t{64} << 20;
+
+// ScopeId of each row of a result whose first two columns are tenant and key.
+std::vector<std::string> ScopeIdsOf(const Result& result);
+
+}  // namespace idem::postgres
+
+#endif  // IDEM_STORE_POSTGRES_PG_SET_STATEMENTS_H_
