@@ -9,7 +9,10 @@
 #   nats-4       the same cluster, R=3, 4 shards
 #   nats-2gw     two idem serve processes on one bucket (R=3, 1 shard), each loaded by its own
 #                wrk -t1 with half the connections at the same time; req/s is their sum
-# One line per row: "| row | req/s | p50 ms | p99 ms | requests | non-2xx | errors |".
+# One line per row: "| row | req/s | p50 ms | p99 ms | requests | non-2xx | errors | idem µs/req |
+# store µs/req |": the last two are the CPU time (user + system) per request that the row's idem
+# serve process(es) and its store's server processes (the PostgreSQL server and its backends, the
+# three nats-server nodes; none for SQLite, which runs inside idem) spent during the wrk run.
 #
 #   bench/store/serve.sh [BUILD_DIR]     default build/release (cmake --preset release; targets
 #                                        idem charges)
@@ -74,16 +77,50 @@ load() {
   out=$(wrk -t"$2" -c"$3" -d"$duration" -s "$unique_lua" "$1" -- "$4" 2>&1)
   grep '^RESULT' <<<"$out" | cut -d' ' -f2- || { echo "wrk failed: $out" >&2; return 1; }
 }
-# row NAME RESULT...: prints one table row.
+ticks_per_second=$(getconf CLK_TCK)
+# cpu_ticks PID...: the CPU time (user + system, in clock ticks) the processes have used so far.
+cpu_ticks() {
+  local total=0 pid
+  for pid in "$@"; do
+    [[ -r /proc/$pid/stat ]] && total=$((total + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}')))
+  done
+  echo "$total"
+}
+store_kind=none  # postgres, nats or none: whose server processes store_pids lists
+# store_pids: the processes of the store's server right now (PostgreSQL: the postmaster and its
+# children, the backends among them).
+store_pids() {
+  case $store_kind in
+    postgres)
+      local postmaster
+      postmaster=$(head -n 1 "$(source "$work/pg/env" && echo "$IDEM_PG_DATA")/postmaster.pid")
+      echo "$postmaster" $(pgrep -P "$postmaster")
+      ;;
+    nats) for i in 1 2 3; do "$root/scripts/nats-fixture.sh" pid "$work/nats" "$i"; done ;;
+  esac
+}
+cpu_before() { idem_ticks=$(cpu_ticks "$@"); store_ticks=$(cpu_ticks $(store_pids)); }
+# cpu_per_request REQUESTS IDEM_PID...: "<idem µs/req> <store µs/req>" since cpu_before.
+cpu_per_request() {
+  local requests=$1 idem_now store_now
+  shift
+  idem_now=$(cpu_ticks "$@")
+  store_now=$(cpu_ticks $(store_pids))
+  awk -v i=$((idem_now - idem_ticks)) -v s=$((store_now - store_ticks)) -v n="$requests" \
+    -v t="$ticks_per_second" 'BEGIN { n = n > 0 ? n : 1; printf "%d %d", i * 1e6 / t / n, s * 1e6 / t / n }'
+}
+# row NAME RESULT... IDEM_US STORE_US: prints one table row.
 row() {
-  awk -v n="$1" -v r="$2" -v a="$3" -v b="$4" -v q="$5" -v x="$6" -v e="$7" \
-    'BEGIN { printf "| %s | %d | %.2f | %.2f | %d | %d | %d |\n", n, r, a / 1000, b / 1000, q, x, e }'
+  awk -v n="$1" -v r="$2" -v a="$3" -v b="$4" -v q="$5" -v x="$6" -v e="$7" -v c="$8" -v d="$9" \
+    'BEGIN { printf "| %s | %d | %.2f | %.2f | %d | %d | %d | %d | %d |\n", n, r, a / 1000, b / 1000, q, x, e, c, d }'
 }
 measure() {
-  local name=$1
+  local name=$1 result
   start_idem "$2"
-  # shellcheck disable=SC2046
-  row "$name" $(load "$idem_url" "$threads" "$connections" "$name")
+  cpu_before "$idem_pid"
+  result=$(load "$idem_url" "$threads" "$connections" "$name")
+  # shellcheck disable=SC2046,SC2086
+  row "$name" $result $(cpu_per_request $(awk '{print $4}' <<<"$result") "$idem_pid")
   stop_idem "$idem_pid"
 }
 
@@ -95,17 +132,20 @@ pids+=($!)
 upstream=http://127.0.0.1:$charges_port
 for _ in $(seq 100); do curl -sf "$upstream/stats" >/dev/null && break; sleep 0.1; done
 
-echo "| row | req/s | p50 ms | p99 ms | requests | non-2xx | errors |"
-echo "|---|---:|---:|---:|---:|---:|---:|"
+echo "| row | req/s | p50 ms | p99 ms | requests | non-2xx | errors | idem µs/req | store µs/req |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 if wanted sqlite; then measure sqlite "sqlite:$build/serve-bench.db"; rm -f "$build"/serve-bench.db*; fi
 if wanted postgres; then
   "$root/scripts/pg-fixture.sh" start "$work/pg" >/dev/null
+  store_kind=postgres
   measure postgres "$(cat "$work/pg/uri")"
+  store_kind=none
   "$root/scripts/pg-fixture.sh" stop "$work/pg" >/dev/null
 fi
 if wanted nats-1 || wanted nats-4 || wanted nats-2gw; then
   "$root/scripts/nats-fixture.sh" start "$work/nats" 3 >/dev/null
   hosts=$(sed 's|nats://||g' "$work/nats/url")
+  store_kind=nats
   if wanted nats-1; then measure nats-1 "nats://$hosts?replicas=3&bucket=serve1"; fi
   if wanted nats-4; then measure nats-4 "nats://$hosts?replicas=3&shards=4&bucket=serve4"; fi
   if wanted nats-2gw; then
@@ -113,14 +153,16 @@ if wanted nats-1 || wanted nats-4 || wanted nats-2gw; then
     start_idem "$store"
     first_pid=$idem_pid first_url=$idem_url
     start_idem "$store"
+    cpu_before "$first_pid" "$idem_pid"
     load "$first_url" 1 $((connections / 2)) gw1 >"$work/gw1" &
     wrk1=$!
     load "$idem_url" 1 $((connections / 2)) gw2 >"$work/gw2"
     wait "$wrk1"
     read -r r1 p50a p99a n1 x1 e1 <"$work/gw1"
     read -r r2 p50b p99b n2 x2 e2 <"$work/gw2"
+    # shellcheck disable=SC2046
     row nats-2gw $((r1 + r2)) $(((p50a + p50b) / 2)) $((p99a > p99b ? p99a : p99b)) \
-      $((n1 + n2)) $((x1 + x2)) $((e1 + e2))
+      $((n1 + n2)) $((x1 + x2)) $((e1 + e2)) $(cpu_per_request $((n1 + n2)) "$first_pid" "$idem_pid")
     stop_idem "$idem_pid"
     stop_idem "$first_pid"
   fi
