@@ -43,6 +43,11 @@ if(IDEM_BUILD_CLI OR IDEM_BUILD_EXAMPLES OR IDEM_BUILD_TESTS OR IDEM_BUILD_BENCH
   find_package(CLI11 CONFIG REQUIRED)
   find_package(spdlog CONFIG REQUIRED)
 endif()
+# The idem program tells systemd when it is ready (sd_notify; Debian's libsystemd-dev).
+if(IDEM_BUILD_CLI)
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(libsystemd REQUIRED IMPORTED_TARGET libsystemd)
+endif()
 if(IDEM_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
   include(GoogleTest)

@@ -93,11 +93,18 @@ function(idem_package_library_properties target)
   endif()
 endfunction()
 
-# idem_install_program(TARGET ...): installs programs (the idem command, the examples) into the
-# package's bin/ when idem generates install rules (IDEM_INSTALL).
+# idem_install_program(TARGET ... [COMPONENT NAME]): installs programs (the idem command, the
+# examples) into the package's bin/ when idem generates install rules (IDEM_INSTALL), as part of
+# install component NAME (default "examples", which no Debian package carries; the idem program
+# is component "idem": cmake/IdemDeb.cmake).
 function(idem_install_program)
+  cmake_parse_arguments(ARG "" "COMPONENT" "" ${ARGN})
+  if(NOT ARG_COMPONENT)
+    set(ARG_COMPONENT examples)
+  endif()
   if(IDEM_INSTALL)
-    install(TARGETS ${ARGN} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+    install(TARGETS ${ARG_UNPARSED_ARGUMENTS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+      COMPONENT ${ARG_COMPONENT})
   endif()
 endfunction()
 

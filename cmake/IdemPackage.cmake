@@ -1,28 +1,29 @@
 # The installed package (IDEM_INSTALL): the public headers, the libraries marked PACKAGE in
 # idem_library(), the CMake package (idemConfig.cmake, its version file and the exported
-# targets idem::idem, idem::retry, ...), pkg-config files, the licence. Programs install
-# themselves with idem_install_program() (cmake/IdemHelpers.cmake).
+# targets idem::idem, idem::retry, ...), pkg-config files, the licence: install component "dev"
+# (the Debian package libidem-dev). Programs install themselves with idem_install_program()
+# (cmake/IdemHelpers.cmake); the Debian packages are made in cmake/IdemDeb.cmake.
 include(CMakePackageConfigHelpers)
 
 get_property(idem_package_libraries GLOBAL PROPERTY IDEM_PACKAGE_LIBRARIES)
 set(idem_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/idem)
 
 install(TARGETS ${idem_package_libraries} idem_idem EXPORT idemTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dev
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 set(idem_header_excludes "")
 if(NOT IDEM_WITH_POSTGRES)
   list(APPEND idem_header_excludes PATTERN postgres_store.h EXCLUDE)
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/idem DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-  FILES_MATCHING PATTERN "*.h" ${idem_header_excludes})
+  COMPONENT dev FILES_MATCHING PATTERN "*.h" ${idem_header_excludes})
 install(FILES ${PROJECT_BINARY_DIR}/generated/include/idem/version.h
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/idem)
-install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/idem COMPONENT dev)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)
 
-install(EXPORT idemTargets NAMESPACE idem:: DESTINATION ${idem_cmake_dir})
+install(EXPORT idemTargets NAMESPACE idem:: DESTINATION ${idem_cmake_dir} COMPONENT dev)
 get_property(IDEM_CONFIG_DEPENDENCIES GLOBAL PROPERTY IDEM_CONFIG_DEPENDENCIES)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/idemConfig.cmake.in
   ${PROJECT_BINARY_DIR}/package/idemConfig.cmake INSTALL_DESTINATION ${idem_cmake_dir})
@@ -30,7 +31,8 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/idemConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/package/idemConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/package/idemConfig.cmake
-  ${PROJECT_BINARY_DIR}/package/idemConfigVersion.cmake DESTINATION ${idem_cmake_dir})
+  ${PROJECT_BINARY_DIR}/package/idemConfigVersion.cmake DESTINATION ${idem_cmake_dir}
+  COMPONENT dev)
 
 # idem_pkgconfig(NAME DESCRIPTION LIBRARIES targets... REQUIRES modules... LIBS flags...): writes
 # and installs NAME.pc, relocatable (paths relative to the .pc file). LIBRARIES in link order:
@@ -56,7 +58,7 @@ function(idem_pkgconfig name description)
   file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/package/${name}.pc
     INPUT ${PROJECT_BINARY_DIR}/package/${name}.pc.in)
   install(FILES ${PROJECT_BINARY_DIR}/package/${name}.pc
-    DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 endfunction()
 
 # idem.pc: everything (as idem::idem). Package libraries register in dependency order, so the
@@ -78,3 +80,8 @@ idem_pkgconfig(idem-retry "libidem's retry toolkit: backoff, policy, budget, cir
   LIBRARIES idem_retry idem_common
   REQUIRES absl_status absl_statusor fmt
   LIBS -pthread)
+
+# The Debian packages: only for idem's own build, never inside a project that pulls idem in.
+if(PROJECT_IS_TOP_LEVEL)
+  include(IdemDeb)
+endif()

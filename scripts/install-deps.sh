@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libnats-dev nats-server
   libfaketime help2man curl
+  libsystemd-dev systemd dpkg-dev
 )
 
 missing=()

@@ -13,6 +13,7 @@
 
 #include "cli/allocator_tuning.h"
 #include "cli/commands.h"
+#include "cli/service_notify.h"
 #include "http/listen.h"
 #include "idem/retry/duration.h"
 #include "idem/store.h"
@@ -174,6 +175,14 @@ absl::StatusOr<std::unique_ptr<relay::RelayLock>> LockSqlite(const RelayFlags& f
 
 int Relay(const RelayFlags& f) {
   KeepFreedMemoryForReuse();
+  // Blocked before any thread starts (a sink's client may start some), so that only the thread
+  // below receives them; SIGHUP (systemctl reload) is answered there, never a stop.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   absl::StatusOr<relay::RelayOptions> options = MakeOptions(f);
   if (!options.ok()) return Fail(kExitUsage, std::string(options.status().message()));
   absl::StatusOr<relay::Dialect> dialect = relay::DialectOf(f.store);
@@ -185,17 +194,16 @@ int Relay(const RelayFlags& f) {
       return Fail(kExitUsage, std::string(endpoint.status().message()));
   }
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::atomic<bool> stop{false};
   relay::Relay* running = nullptr;
   std::mutex running_mu;
   std::thread signals([&] {
     int signal = 0;
-    sigwait(&stop_signals, &signal);
+    while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP && !stop.load()) {
+      std::fprintf(stderr, "idem relay: %.*s\n", static_cast<int>(kSighupNotice.size()),
+                   kSighupNotice.data());
+    }
+    if (!stop.load()) NotifyStopping("finishing the batch under way");
     stop.store(true);
     std::lock_guard<std::mutex> lock(running_mu);
     if (running != nullptr) running->RequestStop();
@@ -252,6 +260,7 @@ int Relay(const RelayFlags& f) {
                RedactStoreUri(f.store).c_str(), f.url.c_str(),
                wake != nullptr ? " (woken by LISTEN idem_outbox)" : "",
                admin != nullptr ? fmt::format(", admin on {}", admin->address()).c_str() : "");
+  NotifyReady("publishing the outbox");
   absl::Status ran = relay.Run();
   {
     std::lock_guard<std::mutex> guard(running_mu);

@@ -13,6 +13,7 @@
 
 #include "cli/allocator_tuning.h"
 #include "cli/commands.h"
+#include "cli/service_notify.h"
 #include "gateway/config_file.h"
 #include "gateway/forward.h"
 #include "gateway/gateway_config.h"
@@ -142,15 +143,25 @@ void SetUpLogging(const std::string& level) {
   spdlog::set_level(spdlog::level::from_str(level));
 }
 
+// SIGTERM, SIGINT and SIGHUP (systemctl reload: answered, never a stop), blocked in the calling
+// thread and so in every thread it starts afterwards: only the thread that waits for them with
+// sigwait receives them. Called before the logging thread starts: a thread that did not block
+// them could receive one and let its default action end the process without a drain.
+sigset_t ServiceSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
 // Runs the gateway until SIGTERM or SIGINT; returns the exit code.
 int Serve(const gateway::GatewayConfig& config) {
   KeepFreedMemoryForReuse();
   // Blocked in every thread (they inherit the mask); this thread waits for them below.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = ServiceSignals();
   // A store file that reaches the process's file size limit (ulimit -f) must fail the write it
   // was part of (SQLite: "database or disk is full", a 503), not kill the gateway.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -187,8 +198,10 @@ int Serve(const gateway::GatewayConfig& config) {
   spdlog::info("idem serve: listening on {}, forwarding to {}, keys in {}{}",
                (*server)->listen_address(), config.upstream, RedactStoreUri(config.store),
                config.admin.empty() ? "" : ", admin on " + (*server)->admin_address());
+  NotifyReady(fmt::format("listening on {}", (*server)->listen_address()));
   int signal = 0;
-  sigwait(&stop_signals, &signal);
+  while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP) spdlog::warn(kSighupNotice);
+  NotifyStopping("finishing requests in flight");
   spdlog::info("{}: no new connections; finishing requests in flight (at most {})",
                signal == SIGTERM ? "SIGTERM" : "SIGINT",
                retry::FormatDuration(config.drain_timeout));
@@ -261,6 +274,7 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--log-level", f->log_level, "trace, debug, info, warn, error (info)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   cmd->callback([cmd, f, &exit_code] {
+    ServiceSignals();  // before the logging thread starts
     SetUpLogging(f->log_level);
     exit_code = RunServeCommand(*cmd, *f);
     spdlog::shutdown();

@@ -1,0 +1,66 @@
+# The Debian packages, made by CPack from an installed build (scripts/package.sh: `cpack -G DEB`
+# in a release build; docs/operations.md):
+#   idem         install component "idem": the program, its man pages and bash completion, the
+#                systemd units idem-serve@.service and idem-relay@.service, an example config
+#                for each, example Prometheus alert rules; depends on what dpkg-shlibdeps finds
+#                in the program, and on adduser for its postinst, which creates the system user
+#                idem and does nothing else.
+#   libidem-dev  install component "dev": headers, libraries, CMake package, pkg-config files.
+# Both carry the one version of the top-level CMakeLists.txt. The example programs (component
+# "examples") are in neither.
+if(IDEM_BUILD_CLI)
+  install(FILES ${PROJECT_SOURCE_DIR}/packaging/systemd/idem-serve@.service
+    ${PROJECT_SOURCE_DIR}/packaging/systemd/idem-relay@.service
+    DESTINATION lib/systemd/system COMPONENT idem)
+  install(FILES ${PROJECT_SOURCE_DIR}/packaging/examples/serve.toml
+    ${PROJECT_SOURCE_DIR}/packaging/examples/relay.env
+    ${PROJECT_SOURCE_DIR}/packaging/examples/idem-alerts.yml
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/idem/examples COMPONENT idem)
+  install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR}
+    RENAME copyright COMPONENT idem)
+  set(CPACK_COMPONENTS_ALL idem dev)
+else()
+  set(CPACK_COMPONENTS_ALL dev)
+endif()
+
+set(IDEM_DEB_MAINTAINER "idem maintainers <idem@localhost>" CACHE STRING
+  "Maintainer field of the Debian packages")
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME idem)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "idem makes retries safe")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES TRUE)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${IDEM_DEB_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+
+set(CPACK_DEBIAN_IDEM_PACKAGE_NAME idem)
+set(CPACK_DEBIAN_IDEM_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_IDEM_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_IDEM_PACKAGE_DEPENDS adduser)
+set(CPACK_DEBIAN_IDEM_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/debian/postinst)
+set(CPACK_DEBIAN_IDEM_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
+set(CPACK_COMPONENT_IDEM_DESCRIPTION
+  "idem makes retries safe: idem serve (an HTTP gateway giving any API Idempotency-Key
+ semantics), idem relay (publishes a transactional outbox), idem call, idem keys, idem outbox
+ and idem sim, with systemd units idem-serve@.service and idem-relay@.service.")
+
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME libidem-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(idem_dev_depends libabsl-dev libfmt-dev libssl-dev libsqlite3-dev libboost1.81-dev
+  libboost-json1.81-dev)
+if(IDEM_WITH_POSTGRES)
+  list(APPEND idem_dev_depends libpq-dev)
+endif()
+if(IDEM_WITH_NATS)
+  list(APPEND idem_dev_depends libnats-dev)
+endif()
+list(JOIN idem_dev_depends ", " CPACK_DEBIAN_DEV_PACKAGE_DEPENDS)
+set(CPACK_COMPONENT_DEV_DESCRIPTION
+  "libidem, the library behind idem: idempotency keys claimed in the same database transaction
+ as the caller's business write (SQLite, PostgreSQL), a transactional outbox, an inbox and a
+ retry toolkit. Headers, libraries, CMake package (find_package(idem)) and pkg-config files.")
+
+include(CPack)

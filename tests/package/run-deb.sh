@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The Debian packages (cmake/IdemDeb.cmake), made from the calling build as scripts/package.sh
+# makes them from a release build: cpack -G DEB; each package's file list (dpkg-deb -c) against
+# the expected one (deb-contents.txt, plus every public header for libidem-dev); the version and
+# the dependencies dpkg-shlibdeps computed (dpkg-deb -f); then the idem package extracted
+# (dpkg-deb -x) into a temporary root, where the extracted `idem --version` must print the
+# project's version and `idem serve --config` on the shipped example config must start and
+# answer /readyz (ports and store overridden by flags, as the example's would be taken); last,
+# systemd-analyze verify on the shipped units where systemd is installed.
+#
+# usage: run-deb.sh CPACK BUILD_DIR SOURCE_DIR WORK_DIR VERSION LIBDIR CONFIG
+#   LIBDIR: the build's CMAKE_INSTALL_LIBDIR; CONFIG: its build type in lower case ("noconfig"
+#   when it has none), as the exported targets' file is named.
+set -euo pipefail
+cpack=$1 build=$2 source=$3 work=$4 version=$5 libdir=$6 config=$7
+
+rm -rf "$work"
+mkdir -p "$work"
+fail() {
+  echo "package test (deb): $*" >&2
+  exit 1
+}
+
+# CPack installs the components from the calling build, which is built already: the packages
+# are made in WORK_DIR, never in the build tree. gzip, CPack's default, compresses the large
+# sanitizer build fastest.
+"$cpack" -G DEB --config "$build/CPackConfig.cmake" -B "$work/out" >"$work/cpack.log" 2>&1 ||
+  { cat "$work/cpack.log" >&2; fail "cpack -G DEB failed"; }
+arch=$(dpkg --print-architecture)
+idem_deb=$work/out/idem_${version}_${arch}.deb
+dev_deb=$work/out/libidem-dev_${version}_${arch}.deb
+[[ -f $idem_deb && -f $dev_deb ]] || { ls -l "$work/out" >&2; fail "no idem and libidem-dev .deb"; }
+
+# Files and symbolic links only (directories follow from them), without the leading ".".
+contents() { dpkg-deb -c "$1" | awk '$1 !~ /^d/ { print substr($6, 2) }' | sort; }
+{
+  awk '!/^#/ && NF' "$source/tests/package/deb-contents.txt" |
+    sed -e "s|@LIBDIR@|$libdir|" -e "s|@CONFIG@|$config|"
+  (cd "$source/include" && find idem -name '*.h' | sed 's|^|libidem-dev /usr/include/|')
+  echo "libidem-dev /usr/include/idem/version.h"
+} | sort -u >"$work/expected.txt"
+{
+  contents "$idem_deb" | sed 's|^|idem |'
+  contents "$dev_deb" | sed 's|^|libidem-dev |'
+} | sort -u >"$work/actual.txt"
+diff -u "$work/expected.txt" "$work/actual.txt" >&2 ||
+  fail "the packages' contents differ from tests/package/deb-contents.txt (- expected, + found)"
+
+for deb in "$idem_deb" "$dev_deb"; do
+  [[ $(dpkg-deb -f "$deb" Version) == "$version" ]] || fail "$deb: Version is not $version"
+done
+depends=$(dpkg-deb -f "$idem_deb" Depends)
+# adduser for the postinst; libc6 and libsystemd0 found by dpkg-shlibdeps in the program.
+for dep in adduser libc6 libsystemd0 libsqlite3-0; do
+  grep -qw "$dep" <<<"$depends" || fail "idem's Depends lacks $dep: $depends"
+done
+dpkg-deb -e "$idem_deb" "$work/control"
+cmp -s "$work/control/postinst" "$source/packaging/debian/postinst" || fail "postinst differs"
+
+root=$work/root
+dpkg-deb -x "$idem_deb" "$root"
+got=$("$root/usr/bin/idem" --version)
+[[ $got == "idem $version" ]] || fail "extracted idem --version printed '$got'"
+
+# The shipped example config, with the flags a test needs over it: a free admin port (which is
+# also the upstream /readyz probes: only a connection is asked of it), a listener on any port, a
+# store under WORK_DIR.
+# shellcheck source=../../scripts/test-ports.sh
+source "$source/scripts/test-ports.sh"
+reserve_port
+admin=$reserved_port
+"$root/usr/bin/idem" serve --config "$root/usr/share/idem/examples/serve.toml" \
+  --listen 127.0.0.1:0 --admin "127.0.0.1:$admin" --upstream "http://127.0.0.1:$admin" \
+  --store "sqlite:$work/idem.db" >"$work/serve.log" 2>&1 &
+serve=$!
+ready=""
+for _ in $(seq 1 600); do  # 60 s at most
+  if ready=$(curl -sf "http://127.0.0.1:$admin/readyz" 2>/dev/null); then break; fi
+  kill -0 "$serve" 2>/dev/null || break
+  sleep 0.1
+done
+kill -TERM "$serve" 2>/dev/null || true
+code=0
+wait "$serve" || code=$?
+[[ $ready == ready ]] || { cat "$work/serve.log" >&2; fail "idem serve never answered /readyz"; }
+[[ $code == 0 ]] || { cat "$work/serve.log" >&2; fail "idem serve exited $code after SIGTERM"; }
+
+if command -v systemd-analyze >/dev/null; then
+  # The units name /usr/bin/idem: verified against the extracted one. Man pages are not looked
+  # up (man may not be installed); the package ships them, as its contents say.
+  mkdir -p "$work/units"
+  for unit in idem-serve@.service idem-relay@.service; do
+    sed "s|/usr/bin/idem|$root/usr/bin/idem|" "$root/usr/lib/systemd/system/$unit" \
+      >"$work/units/$unit"
+  done
+  for instance in idem-serve@main.service idem-relay@main.service; do
+    out=$(cd "$work/units" && systemd-analyze verify --man=no "$instance" 2>&1) ||
+      { echo "$out" >&2; fail "systemd-analyze verify $instance failed"; }
+    [[ -z $out ]] || { echo "$out" >&2; fail "systemd-analyze verify $instance is not clean"; }
+  done
+else
+  echo "package test (deb): systemd-analyze is not installed; units not verified"
+fi
+echo "package test (deb): passed"
