@@ -95,6 +95,13 @@ absl::StatusOr<Result> PgConnection::Run(std::string_view sql, std::span<const S
   return RunDirect(text, encoded, NameFor(text + '\x1f' + encoded.signature), what);
 }
 
+absl::StatusOr<Result> PgConnection::Run(const Statement& statement) {
+  if (!statement.plan_per_run) return Run(statement.sql, statement.params, statement.what);
+  const StatementRef ref{statement.sql, statement.params, statement.what, true};
+  IDEM_ASSIGN_OR_RETURN(std::vector<Result> results, RunRefs({&ref, 1}));
+  return std::move(results.back());
+}
+
 absl::StatusOr<Result> PgConnection::RunDirect(const std::string& sql, const EncodedParams& params,
                                                const Prepared& prepared, std::string_view what) {
   if (prepared.name.empty()) {
@@ -147,7 +154,7 @@ std::vector<Result> PgConnection::ReadPipeline(size_t commands) {
 absl::StatusOr<std::vector<Result>> PgConnection::RunAll(std::span<const Statement> statements) {
   std::vector<StatementRef> refs;
   refs.reserve(statements.size());
-  for (const Statement& s : statements) refs.push_back({s.sql, s.params, s.what});
+  for (const Statement& s : statements) refs.push_back({s.sql, s.params, s.what, s.plan_per_run});
   return RunRefs(refs);
 }
 
@@ -174,6 +181,7 @@ absl::StatusOr<std::vector<Result>> PgConnection::RunRefs(
       p.prepared = {key, earlier->prepared.name, true};
       continue;
     }
+    if (statements[i].plan_per_run) continue;  // unnamed: planned for its values
     p.prepared = NameFor(key);
     p.prepare = !p.prepared.name.empty() && !p.prepared.ready;
   }

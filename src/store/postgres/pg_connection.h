@@ -32,6 +32,10 @@ struct Statement {
   std::string_view sql;
   std::vector<SqlValue> params;
   std::string what;  // names the operation in messages
+  // true: planned at every run for its parameters' values (sent unnamed), never run from a plan
+  // cached for any values: for a join over arrays, whose best plan depends on their length and
+  // on the table's size at the time (a plan made while the table was small scans it whole).
+  bool plan_per_run = false;
 };
 
 class PgConnection final {
@@ -82,9 +86,7 @@ class PgConnection final {
   // statement's, mapped by StatusFromResult; `what` names the operation in messages.
   absl::StatusOr<Result> Run(std::string_view sql, std::span<const SqlValue> params,
                              std::string_view what);
-  absl::StatusOr<Result> Run(const Statement& statement) {
-    return Run(statement.sql, statement.params, statement.what);
-  }
+  absl::StatusOr<Result> Run(const Statement& statement);
 
   // Runs the deferred statements, then `statements` in order, all in one round trip (one libpq
   // pipeline), each prepared on first use as Run does. Returns their results in order. Errors:
@@ -116,6 +118,7 @@ class PgConnection final {
     std::string_view sql;
     std::span<const SqlValue> params;
     std::string_view what;
+    bool plan_per_run = false;
   };
   absl::StatusOr<std::vector<Result>> RunRefs(std::span<const StatementRef> statements);
   // Returns `status` after noting a lost connection, if `result` shows one.

@@ -64,19 +64,20 @@ std::string What(std::string_view operation, size_t count) {
 }  // namespace
 
 Statement LockRowsStatement(std::span<const Scope* const> scopes) {
-  // ORDER BY comes before the locking: rows are locked one after the other in that order.
-  return {"SELECT" IDEM_PG_KEY_COLUMNS
-          "FROM idem_keys WHERE (tenant, key) IN "
-          "(SELECT t, k FROM unnest($1::text[], $2::text[]) AS u(t, k)) "
-          "ORDER BY tenant COLLATE \"C\", key COLLATE \"C\" FOR UPDATE",
-          ScopeArrays(scopes), What("locking", scopes.size())};
+  // One primary-key lookup per scope, in the order given (a LATERAL subquery with FOR UPDATE is
+  // never merged into a join), whatever the table's size when the plan was made.
+  return {
+      "SELECT r.* FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(t, k, n) "
+      "CROSS JOIN LATERAL (SELECT" IDEM_PG_KEY_COLUMNS
+      "FROM idem_keys WHERE tenant = u.t AND key = u.k FOR UPDATE) AS r ORDER BY u.n",
+      ScopeArrays(scopes), What("locking", scopes.size())};
 }
 
 Statement ReadRowsStatement(std::span<const Scope* const> scopes) {
   return {"SELECT" IDEM_PG_KEY_COLUMNS
           "FROM idem_keys WHERE (tenant, key) IN "
           "(SELECT t, k FROM unnest($1::text[], $2::text[]) AS u(t, k))",
-          ScopeArrays(scopes), What("read", scopes.size())};
+          ScopeArrays(scopes), What("read", scopes.size()), /*plan_per_run=*/true};
 }
 
 Statement InsertClaimsStatement(std::span<const ClaimParams> claims, int64_t now_ms) {
@@ -120,7 +121,8 @@ Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats, i
       "WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
       "AND r.expires_ms > $5 RETURNING r.tenant, r.key",
       {tenants.Take(), keys.Take(), fences.Take(), leases.Take(), now_ms},
-      What("heartbeat", heartbeats.size())};
+      What("heartbeat", heartbeats.size()),
+      /*plan_per_run=*/true};
 }
 
 Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes, int64_t now_ms,
@@ -153,7 +155,8 @@ Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes, i
       {tenants.Take(), keys.Take(), fences.Take(), states.Take(), statuses.Take(), header_at.Take(),
        header_len.Take(), body_at.Take(), body_len.Take(), Blob{std::move(headers)},
        Blob{std::move(bodies)}, now_ms, expires_ms},
-      What("outcome", finishes.size())};
+      What("outcome", finishes.size()),
+      /*plan_per_run=*/true};
 }
 
 Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases, int64_t now_ms) {
@@ -169,7 +172,8 @@ Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases, int
       "AS u(t, k, f) WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
       "AND r.expires_ms > $4 RETURNING r.tenant, r.key",
       {tenants.Take(), keys.Take(), fences.Take(), now_ms},
-      What("release", releases.size())};
+      What("release", releases.size()),
+      /*plan_per_run=*/true};
 }
 
 size_t OutcomeBytes(const LeaseWrite& finish) {

@@ -15,8 +15,8 @@
 
 namespace idem::postgres {
 
-// Every existing record of `scopes` (any state), locked FOR UPDATE one after the other in
-// (tenant, key) order. REQUIRES: no scope twice.
+// Every existing record of `scopes` (any state), locked FOR UPDATE one after the other in the
+// order given (the lock order). REQUIRES: no scope twice.
 Statement LockRowsStatement(std::span<const Scope* const> scopes);
 // Every existing record of `scopes`, read without locking.
 Statement ReadRowsStatement(std::span<const Scope* const> scopes);
@@ -28,6 +28,8 @@ Statement InsertClaimsStatement(std::span<const ClaimParams> claims, int64_t now
 
 // The fenced writes. Each changes the records of the writes that still hold their claim
 // (in_progress with the write's fence, unexpired at `now_ms`) and returns their (tenant, key).
+// A join of the table with the arrays: planned at every run (Statement::plan_per_run), for the
+// arrays' length and the table's size then.
 // REQUIRES: no scope twice; every write of the kind the statement names.
 Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats, int64_t now_ms);
 // kComplete and kFailFinal together; `expires_ms` for all.
