@@ -14,8 +14,9 @@
 namespace idem::cli {
 namespace {
 
-// Collects, for each subcommand path ("" for the top level, "sim backoff"), the words that may
-// follow it: its subcommands and its option names.
+// Collects, for each subcommand path ("idem" for the top level, "idem sim backoff"), the words
+// that may follow it: its subcommands and its option names. (Never an empty path: bash refuses
+// an empty key in an associative array, which left the top level without completions.)
 void CollectWords(const CLI::App& app, const std::string& path,
                   std::map<std::string, std::string>& words) {
   std::string& mine = words[path];
@@ -25,7 +26,7 @@ void CollectWords(const CLI::App& app, const std::string& path,
   for (const CLI::App* sub : app.get_subcommands({})) {
     if (sub->get_group().empty()) continue;  // hidden subcommands (this one) are not offered
     add(sub->get_name());
-    CollectWords(*sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), words);
+    CollectWords(*sub, path + " " + sub->get_name(), words);
   }
   for (const CLI::Option* option : app.get_options()) {
     for (const std::string& name : option->get_snames()) add("-" + name);
@@ -35,7 +36,7 @@ void CollectWords(const CLI::App& app, const std::string& path,
 
 std::string BashScript(const CLI::App& app) {
   std::map<std::string, std::string> words;
-  CollectWords(app, "", words);
+  CollectWords(app, "idem", words);
   std::string table;
   for (const auto& [path, list] : words) table += fmt::format("  [\"{}\"]=\"{}\"\n", path, list);
   return fmt::format(
@@ -43,11 +44,11 @@ std::string BashScript(const CLI::App& app) {
 declare -gA _idem_words=(
 {})
 _idem() {{
-  local cur=${{COMP_WORDS[COMP_CWORD]}} path="" i candidate
+  local cur=${{COMP_WORDS[COMP_CWORD]}} path="idem" i candidate
   for ((i = 1; i < COMP_CWORD; i++)); do
     case "${{COMP_WORDS[i]}}" in
       -*) ;;
-      *) candidate="${{path:+$path }}${{COMP_WORDS[i]}}"
+      *) candidate="$path ${{COMP_WORDS[i]}}"
          [[ -n "${{_idem_words[$candidate]+set}}" ]] && path=$candidate ;;
     esac
   done
