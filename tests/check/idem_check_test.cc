@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #pragma GCC diagnostic push
@@ -231,6 +233,36 @@ TEST_F(CheckE2E, AServerThatAnswersAnotherBodyUnderAUsedKeyFailsMismatch) {
   EXPECT_THAT(Why(report, "mismatch"),
               HasSubstr("the same key with another body (field \"amount\" changed (4200 -> "
                         "4201)) got the first answer (201); it must be refused with a 4xx"));
+}
+
+TEST_F(CheckE2E, A409ThatNeverEndsIsResentABoundedNumberOfTimes) {
+  ScriptedUpstream server([](const std::string&) {
+    return ScriptedUpstream::Reply{ScriptedUpstream::Answer(
+        "409 Conflict", "{\"error\":\"in flight\"}", "Retry-After: 0\r\n")};
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const RunResult run = Check(server.Url() + "/charges", {"--only", "replay", "--json"});
+  ASSERT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(Why(Report(run), "replay"),
+              HasSubstr("was answered 409 (in flight) and still was after every retry"));
+  EXPECT_EQ(server.requests(), 1 + 10);  // the first, then at most 10 re-sends
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+}
+
+TEST_F(CheckE2E, ARequestThatIsNeverAnsweredEndsAtTheTimeoutAndIsNotResent) {
+  ScriptedUpstream server([](const std::string&) {
+    std::this_thread::sleep_for(std::chrono::seconds(4));  // the answer comes too late
+    return ScriptedUpstream::Reply{ScriptedUpstream::Answer("201 Created", "{}")};
+  });
+  const RunResult run =
+      Check(server.Url() + "/charges", {"--only", "replay", "--timeout", "500ms", "--json"});
+  ASSERT_EQ(run.exit_code, 1) << run.output;
+  const json::object replay = Scenario(Report(run), "replay");
+  EXPECT_THAT(std::string(replay.at("why").as_string()),
+              HasSubstr("the first request with a fresh key got no answer"));
+  EXPECT_EQ(replay.at("exchanges").as_array().size(), 1u);
+  EXPECT_LE(replay.at("elapsed_ms").as_int64(), 3000);
+  EXPECT_EQ(server.requests(), 1);
 }
 
 TEST_F(CheckE2E, AnUnreachableUrlExits3AndSendsNothing) {
