@@ -27,10 +27,10 @@ class NatsClientTest : public ::testing::Test {
     auto client = JetStreamClient::Connect(uri, 5s);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
-    absl::Status made = client_->EnsureBucket(
+    absl::StatusOr<uint64_t> made = client_->EnsureBucket(
         bucket_, {.replicas = 1, .max_age = 1h, .description = "idem key store, shard 1 of 1"},
         true, true);
-    ASSERT_TRUE(made.ok()) << made;
+    ASSERT_TRUE(made.ok()) << made.status();
   }
 
   const std::string bucket_ = natstest::FreshBucket("client");

@@ -64,8 +64,9 @@ absl::Status JetStreamClient::CheckBucket(const std::string& bucket, const jsStr
   return absl::OkStatus();
 }
 
-absl::Status JetStreamClient::EnsureBucket(const std::string& bucket, const BucketSpec& spec,
-                                           bool create, bool check_age) {
+absl::StatusOr<uint64_t> JetStreamClient::EnsureBucket(const std::string& bucket,
+                                                       const BucketSpec& spec, bool create,
+                                                       bool check_age) {
   const std::string stream = "KV_" + bucket;
   const std::string subject = fmt::format("$KV.{}.>", bucket);
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -74,8 +75,10 @@ absl::Status JetStreamClient::EnsureBucket(const std::string& bucket, const Buck
     natsStatus s = js_GetStreamInfo(&info, js_, stream.c_str(), nullptr, &code);
     if (s == NATS_OK) {
       absl::Status checked = CheckBucket(bucket, *info->Config, spec, check_age);
+      const uint64_t last = info->State.LastSeq;
       jsStreamInfo_Destroy(info);
-      return checked;
+      if (!checked.ok()) return checked;
+      return last;
     }
     if (s != NATS_NOT_FOUND) {
       return TranslateNatsError(s, code, fmt::format("looking bucket '{}' up", bucket));
@@ -102,7 +105,7 @@ absl::Status JetStreamClient::EnsureBucket(const std::string& bucket, const Buck
     config.AllowDirect = false;  // reads from the leader only: they see every acknowledged write
     s = js_AddStream(&info, js_, &config, nullptr, &code);
     jsStreamInfo_Destroy(info);
-    if (s == NATS_OK) return absl::OkStatus();
+    if (s == NATS_OK) return uint64_t{0};
     // Another process created it first: check what it made.
     if (code != JSStreamNameExistErr) {
       return TranslateNatsError(s, code, fmt::format("creating bucket '{}'", bucket));

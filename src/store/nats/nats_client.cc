@@ -16,9 +16,13 @@ std::string SubjectOf(const std::string& bucket, const std::string& key) {
   return fmt::format("$KV.{}.{}", bucket, key);
 }
 
+// The thread's last error text, when it belongs to `status`: libnats keeps the text of an earlier
+// call's error, and a timeout after it would otherwise read as that call's (a store-fault storm
+// logged "no JetStream server answered: wrong last sequence: 180" for a write with no answer).
 std::string LastError(natsStatus status) {
-  const char* text = nats_GetLastError(nullptr);
-  if (text != nullptr && *text != '\0') return text;
+  natsStatus last = NATS_OK;
+  const char* text = nats_GetLastError(&last);
+  if (last == status && text != nullptr && *text != '\0') return text;
   return natsStatus_GetText(status);
 }
 

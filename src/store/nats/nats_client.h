@@ -63,11 +63,12 @@ class JetStreamClient {
   ~JetStreamClient();
 
   // Creates `bucket` when it does not exist and `create` is set, else checks it: its replicas and
-  // history always, its max age only when `check_age`.
+  // history always, its max age only when `check_age`. Returns the last revision of the bucket
+  // (its stream's last sequence; 0 for a bucket just created).
   // Errors: NotFound (absent, !create); FailedPrecondition for a bucket of other settings, or
   // replicas the servers cannot place (R>1 on one server); Unavailable.
-  absl::Status EnsureBucket(const std::string& bucket, const BucketSpec& spec, bool create,
-                            bool check_age);
+  absl::StatusOr<uint64_t> EnsureBucket(const std::string& bucket, const BucketSpec& spec,
+                                        bool create, bool check_age);
 
   // The key's last entry. Errors: Unavailable (no answer in time, no stream leader).
   absl::StatusOr<Entry> Read(const std::string& bucket, const std::string& key);

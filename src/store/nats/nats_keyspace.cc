@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "store/nats/nats_record.h"
 
 namespace idem::nats {
@@ -32,6 +34,27 @@ std::optional<Current> Keyspace::Remembered(const Scope& scope) {
   return it->second;
 }
 
+void Keyspace::Saw(int shard, uint64_t revision) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t& seen = seen_.at(static_cast<size_t>(shard));
+  seen = std::max(seen, revision);
+}
+
+int64_t Keyspace::NewFence(const Slot& slot, uint64_t expected, int64_t replaced_fence) {
+  uint64_t next = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t& seen = seen_.at(static_cast<size_t>(slot.shard));
+    seen = std::max(seen, expected) + 1;  // drawn: the next one is above it, even in one batch
+    next = seen;
+  }
+  int64_t fence = FenceOf(next, slot.shard, uri_.shards);
+  if (fence <= replaced_fence) {
+    fence = replaced_fence + uri_.shards - (replaced_fence - slot.shard) % uri_.shards;
+  }
+  return fence;
+}
+
 Slot Keyspace::Locate(const Scope& scope) const {
   HashedScope hashed = HashScope(scope, uri_.shards);
   return Slot{ShardBucket(uri_, hashed.shard), std::move(hashed.bucket_key), hashed.shard};
@@ -41,6 +64,7 @@ absl::StatusOr<Current> Keyspace::Load(const Scope& scope) {
   const Slot slot = Locate(scope);
   absl::StatusOr<Entry> entry = client_.Read(slot.bucket, slot.key);
   if (!entry.ok()) return entry.status();
+  Saw(slot.shard, entry->revision);
   Current current{.revision = entry->revision};
   if (!entry->present) return current;
   absl::StatusOr<KeyRecord> record = DecodeRecord(entry->value);
@@ -50,23 +74,26 @@ absl::StatusOr<Current> Keyspace::Load(const Scope& scope) {
         "bucket key {} of bucket '{}' holds key '{}' of tenant '{}', not the key asked for",
         slot.key, slot.bucket, record->scope.key, record->scope.tenant));
   }
+  // A record of an older idem, whose claims left the fence to their revision.
   if (record->fence == 0) record->fence = FenceOf(entry->revision, slot.shard, uri_.shards);
   current.record = *std::move(record);
   Remember(slot, current);
   return current;
 }
 
-absl::StatusOr<std::optional<KeyRecord>> Keyspace::Put(const KeyRecord& record, uint64_t expected) {
+absl::StatusOr<std::optional<KeyRecord>> Keyspace::Put(const KeyRecord& record, uint64_t expected,
+                                                       int64_t replaced_fence) {
   const Slot slot = Locate(record.scope);
+  std::optional<KeyRecord> stored(record);
+  if (stored->fence == 0) stored->fence = NewFence(slot, expected, replaced_fence);
   absl::StatusOr<std::optional<uint64_t>> written =
-      client_.Write(slot.bucket, slot.key, EncodeRecord(record), expected);
+      client_.Write(slot.bucket, slot.key, EncodeRecord(*stored), expected);
   if (!written.ok()) {
     Remember(slot, Current{});  // the write may have gone through: the revision is unknown now
     return written.status();
   }
   if (!written->has_value()) return std::optional<KeyRecord>();
-  std::optional<KeyRecord> stored(record);
-  if (stored->fence == 0) stored->fence = FenceOf(**written, slot.shard, uri_.shards);
+  Saw(slot.shard, **written);
   Remember(slot, Current{.revision = **written, .record = stored});
   return stored;
 }
@@ -75,8 +102,10 @@ absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> Keyspace::
     const std::vector<KeyRecord>& records) {
   std::vector<JetStreamClient::Create> creates;
   std::vector<Slot> slots;
-  for (const KeyRecord& record : records) {
+  std::vector<KeyRecord> fenced = records;
+  for (KeyRecord& record : fenced) {
     slots.push_back(Locate(record.scope));
+    if (record.fence == 0) record.fence = NewFence(slots.back(), 0, 0);
     creates.push_back({slots.back().bucket, slots.back().key, EncodeRecord(record)});
   }
   auto written = client_.CreateMany(creates);
@@ -90,8 +119,8 @@ absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> Keyspace::
     } else if (!w->has_value()) {
       out.push_back(std::optional<KeyRecord>());
     } else {
-      KeyRecord stored = records[i];
-      if (stored.fence == 0) stored.fence = FenceOf(**w, slots[i].shard, uri_.shards);
+      KeyRecord stored = std::move(fenced[i]);
+      Saw(slots[i].shard, **w);
       Remember(slots[i], Current{.revision = **w, .record = stored});
       out.push_back(std::optional<KeyRecord>(std::move(stored)));
     }
@@ -118,6 +147,7 @@ absl::StatusOr<std::vector<KeyRecord>> Keyspace::LoadShard(int shard, bool skip_
       if (skip_foreign) continue;
       return record.status();
     }
+    Saw(shard, entry.revision);
     if (record->fence == 0) record->fence = FenceOf(entry.revision, shard, uri_.shards);
     records.push_back(*std::move(record));
     if (revisions != nullptr) revisions->push_back(entry.revision);

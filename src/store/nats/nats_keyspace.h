@@ -35,7 +35,8 @@ struct Current {
 
 class Keyspace {
  public:
-  Keyspace(JetStreamClient& client, NatsUri uri) : client_(client), uri_(std::move(uri)) {}
+  Keyspace(JetStreamClient& client, NatsUri uri)
+      : client_(client), uri_(std::move(uri)), seen_(static_cast<size_t>(uri_.shards), 0) {}
 
   const NatsUri& uri() const { return uri_; }
   JetStreamClient& client() { return client_; }
@@ -46,14 +47,16 @@ class Keyspace {
   // DataLoss for a malformed one; Unavailable.
   absl::StatusOr<Current> Load(const Scope& scope);
 
-  // Writes `record` over revision `expected` of its slot (a fence of 0 in it means "this write's
-  // revision"). Returns the record as stored, its fence resolved, or nullopt when the slot moved
-  // on. Errors: Unavailable, its outcome unknown when the message says so (a later write finds
-  // out by a read).
-  absl::StatusOr<std::optional<KeyRecord>> Put(const KeyRecord& record, uint64_t expected);
+  // Writes `record` over revision `expected` of its slot. A fence of 0 in it (a claim or a
+  // takeover) asks for a new fence (NewFence, above `replaced_fence`, the fence of the record it
+  // replaces), written into the record. Returns the record as stored, or nullopt when the slot
+  // moved on. Errors: Unavailable, its outcome unknown when the message says so (a later write
+  // finds out by a read).
+  absl::StatusOr<std::optional<KeyRecord>> Put(const KeyRecord& record, uint64_t expected,
+                                               int64_t replaced_fence = 0);
 
-  // Writes each record (a fresh claim: fence 0) if its slot has no entry at all, all at once and
-  // in order. Each result is as Put's.
+  // Writes each record (a fresh claim: fence 0, given a new fence) if its slot has no entry at
+  // all, all at once and in order. Each result is as Put's.
   absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> CreateMany(
       const std::vector<KeyRecord>& records);
 
@@ -67,6 +70,9 @@ class Keyspace {
   // and its acknowledgement lost) forgets it, so the next write starts from a read.
   std::optional<Current> Remembered(const Scope& scope);
 
+  // Notes that the bucket of `shard` has reached `revision` (from its stream's state at open).
+  void Saw(int shard, uint64_t revision);
+
   // Every record of shard `shard` that holds a value, fences resolved. Values that are not idem
   // records are skipped when `skip_foreign`, else FailedPrecondition.
   absl::StatusOr<std::vector<KeyRecord>> LoadShard(int shard, bool skip_foreign,
@@ -76,10 +82,22 @@ class Keyspace {
   // Keeps `current` for its scope when it is an in_progress record, forgets the scope otherwise.
   void Remember(const Slot& slot, const Current& current);
 
+  // A fence for a claim or takeover written over revision `expected` of `slot`: the next
+  // revision of the slot's bucket as far as this Keyspace has seen it (its revisions read and
+  // written, its stream's state at open, and the fences it drew, so that each draw is above the
+  // last), in the slot's shard's residue, and above `replaced_fence`. Written into the record, it
+  // stays the holder's whatever revision the entry later sits at (a message applied again after a
+  // quorum lost unflushed writes lands at a new revision). It exceeds the revision its own write
+  // lands at only by the draws of this process whose writes did not land since its last
+  // acknowledgement, so the delete marker or takeover that ends a claim sits above its fence and
+  // each key's fences grow.
+  int64_t NewFence(const Slot& slot, uint64_t expected, int64_t replaced_fence);
+
   JetStreamClient& client_;
   const NatsUri uri_;
   std::mutex mu_;
   std::unordered_map<std::string, Current> in_progress_;  // bucket/key -> last seen; bounded
+  std::vector<uint64_t> seen_;  // per shard: the highest revision of its bucket seen
 };
 
 }  // namespace idem::nats

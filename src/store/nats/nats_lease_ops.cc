@@ -45,7 +45,7 @@ std::string_view OperationName(LeaseWrite::Kind kind) {
   return "write";
 }
 
-// The record of a new claim (fence 0: the claim's own revision).
+// The record of a new claim (fence 0: a new fence, drawn by Keyspace::Put).
 KeyRecord FreshClaim(const LeaseWrite& write, int64_t now, Millis retention) {
   KeyRecord record;
   record.scope = write.scope;
@@ -59,7 +59,7 @@ KeyRecord FreshClaim(const LeaseWrite& write, int64_t now, Millis retention) {
   return record;
 }
 
-// `live` taken over by `owner` for `lease` (fence 0: the takeover's own revision).
+// `live` taken over by `owner` for `lease` (fence 0: a new fence above live's, drawn by Put).
 KeyRecord TakenOver(KeyRecord live, const std::string& owner, Millis lease, int64_t now) {
   live.fence = 0;
   live.owner = owner;
@@ -98,7 +98,8 @@ LeaseWriteResult Claim(Keyspace& keyspace, const LeaseRules& rules, const LeaseW
       next = FreshClaim(write, now, rules.retention);
       result.taken_over = false;
     }
-    absl::StatusOr<std::optional<KeyRecord>> stored = keyspace.Put(next, current.revision);
+    absl::StatusOr<std::optional<KeyRecord>> stored = keyspace.Put(
+        next, current.revision, current.record.has_value() ? current.record->fence : 0);
     if (!stored.ok()) return {.status = stored.status(), .now_ms = now};
     if (stored->has_value()) {
       result.claimed = true;
@@ -250,9 +251,9 @@ absl::StatusOr<KeyRecord> TakeOverKey(Keyspace& keyspace, const LeaseRules& rule
           request.scope.key, request.scope.tenant, expected_fence, KeyStateName(live.state),
           live.fence, live.lease_until_ms, now));
     }
-    IDEM_ASSIGN_OR_RETURN(
-        std::optional<KeyRecord> stored,
-        keyspace.Put(TakenOver(live, request.owner, request.lease, now), current.revision));
+    IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> stored,
+                          keyspace.Put(TakenOver(live, request.owner, request.lease, now),
+                                       current.revision, live.fence));
     if (stored.has_value()) return *std::move(stored);
   }
   return Contended(request.scope);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "common/status_macros.h"
 #include "core/key_query.h"
@@ -38,10 +39,16 @@ bool Selected(const KeyRecord& r, const KeyQuery& q, int64_t now) {
 
 class NatsStore final : public Store {
  public:
-  NatsStore(std::unique_ptr<JetStreamClient> client, NatsUri uri, const StoreOptions& options)
+  // `last_revisions`: each shard's bucket's last revision at open, where new fences start.
+  NatsStore(std::unique_ptr<JetStreamClient> client, NatsUri uri, const StoreOptions& options,
+            const std::vector<uint64_t>& last_revisions)
       : client_(std::move(client)),
         keyspace_(*client_, std::move(uri)),
-        rules_{options.clock != nullptr ? *options.clock : SystemClock(), options.retention} {}
+        rules_{options.clock != nullptr ? *options.clock : SystemClock(), options.retention} {
+    for (size_t shard = 0; shard < last_revisions.size(); ++shard) {
+      keyspace_.Saw(static_cast<int>(shard), last_revisions[shard]);
+    }
+  }
 
   absl::StatusOr<ClaimResult> Claim(const ClaimRequest& request) override {
     LeaseWriteResult result = Single({.kind = LeaseWrite::Kind::kClaim,
@@ -211,16 +218,20 @@ absl::StatusOr<std::unique_ptr<Store>> OpenNatsStore(std::string_view uri_text,
   IDEM_ASSIGN_OR_RETURN(nats::NatsUri uri, nats::ParseNatsUri(uri_text));
   IDEM_ASSIGN_OR_RETURN(std::unique_ptr<nats::JetStreamClient> client,
                         nats::JetStreamClient::Connect(uri, options.lock_timeout));
+  std::vector<uint64_t> last_revisions;
   for (int shard = 0; shard < uri.shards; ++shard) {
     const nats::BucketSpec spec{
         .replicas = uri.replicas,
         .max_age = options.retention,
         .description = fmt::format("idem key store, shard {} of {}", shard + 1, uri.shards)};
-    IDEM_RETURN_IF_ERROR(client->EnsureBucket(nats::ShardBucket(uri, shard), spec,
-                                              options.create_if_missing,
-                                              /*check_age=*/options.create_if_missing));
+    IDEM_ASSIGN_OR_RETURN(
+        uint64_t last,
+        client->EnsureBucket(nats::ShardBucket(uri, shard), spec, options.create_if_missing,
+                             /*check_age=*/options.create_if_missing));
+    last_revisions.push_back(last);
   }
-  return std::make_unique<nats::NatsStore>(std::move(client), std::move(uri), options);
+  return std::make_unique<nats::NatsStore>(std::move(client), std::move(uri), options,
+                                           last_revisions);
 }
 
 }  // namespace idem
