@@ -18,6 +18,7 @@
 #include "gateway/forward.h"
 #include "gateway/gateway_config.h"
 #include "gateway/group_commit_key_service.h"
+#include "gateway/log_format.h"
 #include "gateway/metrics.h"
 #include "gateway/server.h"
 #include "gateway/sweeper.h"
@@ -49,7 +50,7 @@ Example:
 struct Flags {
   std::string listen, upstream, store, admin, config, lease, upstream_timeout, retention, max_body,
       tenant_header, lock_timeout, cache_bytes, cacert, record_wait, max_pending_bytes,
-      log_level = "info";
+      log_level = "info", log_format = "text";
   bool require_key = false;
   int io_threads = 0;
   int max_pending_outcomes = 0;
@@ -132,13 +133,33 @@ absl::Status CheckAddresses(const gateway::GatewayConfig& config) {
   return gateway::ParseUpstreamUrl(config.upstream).status();
 }
 
+// --log-format json: each line one JSON object (gateway/log_format.h), never colored.
+class JsonLogFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    std::string line;
+    const spdlog::string_view_t level = spdlog::level::to_string_view(msg.level);
+    gateway::AppendJsonLogLine(msg.time, std::string_view(level.data(), level.size()),
+                               std::string_view(msg.payload.data(), msg.payload.size()), line);
+    dest.append(line.data(), line.data() + line.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<JsonLogFormatter>();
+  }
+};
+
 // Log lines are written by a thread of their own: an io thread never waits for stderr (a file on
 // a slow disk, a full pipe). When the queue is full the oldest line is dropped, not the request
 // held; spdlog::shutdown() at the end of the command flushes what is queued.
-void SetUpLogging(const std::string& level) {
+void SetUpLogging(const std::string& level, const std::string& format) {
   spdlog::init_thread_pool(16384, 1);
   auto logger = spdlog::create_async_nb<spdlog::sinks::stderr_color_sink_mt>("idem");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  if (format == "json") {
+    gateway::SetLogFormat(gateway::LogFormat::kJson);
+    logger->set_formatter(std::make_unique<JsonLogFormatter>());
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  }
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
 }
@@ -271,11 +292,14 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--io-threads", f->io_threads, "io threads (default: one per core)");
   cmd->add_option("--store-threads", f->store_threads,
                   "Threads reading the store for replays and waits (2); one more writes");
+  cmd->add_option("--log-format", f->log_format,
+                  "text, or json: one object per line, keys only as hashes (text)")
+      ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--log-level", f->log_level, "trace, debug, info, warn, error (info)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   cmd->callback([cmd, f, &exit_code] {
     ServiceSignals();  // before the logging thread starts
-    SetUpLogging(f->log_level);
+    SetUpLogging(f->log_level, f->log_format);
     exit_code = RunServeCommand(*cmd, *f);
     spdlog::shutdown();
   });

@@ -15,6 +15,7 @@
 
 #include "gateway/forward.h"
 #include "gateway/guard_outcome.h"
+#include "gateway/log_format.h"
 #include "gateway/pending_outcome.h"
 #include "gateway/problem_json.h"
 #include "gateway/record_outcome.h"
@@ -143,9 +144,9 @@ asio::awaitable<UpstreamAnswer> ForwardWithinLease(GatewayContext& ctx, Upstream
   if (ended.index() == 0) co_return std::get<0>(std::move(ended));
   if (ctx.in_flight.Lost(ticket)) co_return UpstreamAnswer{.response = absl::CancelledError("")};
   spdlog::error(
-      "key '{}': its lease was about to lapse without renewal (heartbeats failed); the "
+      "key {}: its lease was about to lapse without renewal (heartbeats failed); the "
       "upstream call was cancelled",
-      scope.key);
+      LoggedKey(scope.key));
   co_return UpstreamAnswer{.response = absl::DeadlineExceededError(
                                "the upstream call was cancelled: the gateway could not renew its "
                                "hold on the key; retry with the same idempotency key")};
@@ -190,9 +191,9 @@ asio::awaitable<std::optional<KeyRecord>> ResolveClaim(GatewayContext& ctx,
                                                        const GuardedRequest& guarded,
                                                        const std::string& owner,
                                                        Steady::time_point until) {
-  retry::Backoff backoff = *retry::Backoff::Create(
-      {.jitter = retry::Jitter::kFull, .base = 50ms, .cap = 500ms},
-      static_cast<uint64_t>(until.time_since_epoch().count()));
+  retry::Backoff backoff =
+      *retry::Backoff::Create({.jitter = retry::Jitter::kFull, .base = 50ms, .cap = 500ms},
+                              static_cast<uint64_t>(until.time_since_epoch().count()));
   asio::steady_timer timer(co_await asio::this_coro::executor);
   for (;;) {
     KeyOp op{.kind = KeyOp::Kind::kGet, .scope = guarded.scope};
@@ -241,12 +242,13 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
       std::optional<KeyRecord> ours = co_await ResolveClaim(ctx, guarded, OwnerOf(ctx, request_id),
                                                             sent + ctx.config.record_wait);
       if (!ours.has_value()) co_return StoreFailure(claim.status);
-      spdlog::info("{}: the claim of key '{}' was applied although the store reported {}; "
-                   "carrying on with fence {}",
-                   request_id, guarded.scope.key, claim.status.ToString(), ours->fence);
+      spdlog::info(
+          "{}: the claim of key {} was applied although the store reported {}; "
+          "carrying on with fence {}",
+          request_id, LoggedKey(guarded.scope.key), claim.status.ToString(), ours->fence);
       // The claim ran after `sent`, so its lease runs at least a lease past it.
-      co_return co_await Execute(ctx, pool, route, guarded, ours->fence,
-                                 sent + ctx.config.lease, std::move(request));
+      co_return co_await Execute(ctx, pool, route, guarded, ours->fence, sent + ctx.config.lease,
+                                 std::move(request));
     }
     if (!claim.status.ok()) co_return StoreFailure(claim.status);
     const ClaimDecision decision =
@@ -254,8 +256,8 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
     switch (decision.kind) {
       case ClaimDecision::Kind::kForward:
         if (claim.taken_over)
-          spdlog::info("{} took over key '{}' (fence {}): its earlier holder's lease lapsed",
-                       request_id, guarded.scope.key, claim.record.fence);
+          spdlog::info("{} took over key {} (fence {}): its earlier holder's lease lapsed",
+                       request_id, LoggedKey(guarded.scope.key), claim.record.fence);
         co_return co_await Execute(ctx, pool, route, guarded, claim.record.fence,
                                    LeaseEndOf(sent, claim.lease_until_ms, claim.now_ms),
                                    std::move(request));

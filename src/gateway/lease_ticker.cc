@@ -4,6 +4,8 @@
 
 #include <optional>
 
+#include "gateway/log_format.h"
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <boost/asio/as_tuple.hpp>
@@ -20,14 +22,14 @@ namespace {
 void OnFenceMoved(GatewayContext& ctx, const InFlight::HeldKey& key) {
   std::optional<InFlight::HeldKey> running = ctx.in_flight.MarkLost(key.ticket);
   if (!running.has_value()) {
-    spdlog::debug("heartbeat of key '{}' found its fence {} gone (its outcome may be recorded)",
-                  key.scope.key, key.fence);
+    spdlog::debug("heartbeat of key {} found its fence {} gone (its outcome may be recorded)",
+                  LoggedKey(key.scope.key), key.fence);
     return;
   }
   spdlog::warn(
-      "lease of key '{}' lost (fence {} moved: another holder took it over); its upstream call "
+      "lease of key {} lost (fence {} moved: another holder took it over); its upstream call "
       "is cancelled and its outcome will not be recorded",
-      key.scope.key, key.fence);
+      LoggedKey(key.scope.key), key.fence);
   if (running->cancel == nullptr) return;
   asio::post(running->executor, [&ctx, ticket = key.ticket, cancel = running->cancel] {
     // On the call's own thread: while its ticket still runs, its frame (and signal) lives.
@@ -56,12 +58,13 @@ size_t BeatAll(GatewayContext& ctx, const asio::any_io_executor& executor) {
         ctx.in_flight.RenewKey(key.ticket, sent + Millis(beat.lease_until_ms - beat.now_ms));
       } else if (absl::IsAborted(beat.status) && !ctx.in_flight.Renewing(key.ticket)) {
         // Submitted just before this holder's own outcome or release, and applied after it.
-        spdlog::debug("heartbeat of key '{}' came after its outcome: {}", key.scope.key,
+        spdlog::debug("heartbeat of key {} came after its outcome: {}", LoggedKey(key.scope.key),
                       beat.status.ToString());
       } else if (absl::IsAborted(beat.status)) {
         OnFenceMoved(ctx, key);
       } else {
-        spdlog::warn("heartbeat of key '{}' failed: {}", key.scope.key, beat.status.ToString());
+        spdlog::warn("heartbeat of key {} failed: {}", LoggedKey(key.scope.key),
+                     beat.status.ToString());
       }
     });
   }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "gateway/log_format.h"
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <boost/asio/as_tuple.hpp>
@@ -73,17 +75,18 @@ asio::awaitable<void> Retry(GatewayContext& ctx, std::shared_ptr<PendingOutcome>
       ctx.cache.Put(op.scope, {fingerprint, op.response},
                     written_from + ctx.config.retention.count());
     if (state == PendingOutcome::State::kPending && pending->retries % 20 == 0)
-      spdlog::warn("key '{}': its {} is still not recorded after {} retries: {}", op.scope.key,
-                   WhatIsWritten(op.kind), pending->retries, last.ToString());
+      spdlog::warn("key {}: its {} is still not recorded after {} retries: {}",
+                   LoggedKey(op.scope.key), WhatIsWritten(op.kind), pending->retries,
+                   last.ToString());
   }
   if (state == PendingOutcome::State::kRecorded) {
-    spdlog::info("key '{}': its {} was recorded after {} retries", op.scope.key,
+    spdlog::info("key {}: its {} was recorded after {} retries", LoggedKey(op.scope.key),
                  WhatIsWritten(op.kind), pending->retries);
   } else {
     spdlog::error(
-        "key '{}': its outcome was dropped: the fence {} moved ({}): another holder took the key "
+        "key {}: its outcome was dropped: the fence {} moved ({}): another holder took the key "
         "over after its lease lapsed, and the key's answer is that holder's",
-        op.scope.key, op.fence, last.ToString());
+        LoggedKey(op.scope.key), op.fence, last.ToString());
   }
   Settle(ctx, *pending, state, ticket, bytes);
 }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gateway/guard_outcome.h"
+#include "gateway/log_format.h"
 #include "gateway/pending_outcome.h"
 #include "gateway/problem_json.h"
 
@@ -44,8 +45,8 @@ Plan PlanFor(const Route& route, const Scope& scope, UpstreamAnswer upstream) {
                        Decision::kUpstreamError}};
   // The upstream ran the request (its answer's head arrived): releasing the key would run it
   // again on the next retry. Its failure is the key's answer instead.
-  spdlog::warn("key '{}': the upstream's answer could not be kept ({}); recording a 502", scope.key,
-               upstream.response.status().ToString());
+  spdlog::warn("key {}: the upstream's answer could not be kept ({}); recording a 502",
+               LoggedKey(scope.key), upstream.response.status().ToString());
   StoredResponse problem = AnswerNotKeptResponse(
       "the upstream ran this request, but its answer could not be kept (" +
       std::string(upstream.response.status().message()) +
@@ -63,9 +64,9 @@ GuardedAnswer NotRecorded(std::string detail) {
 
 GuardedAnswer FenceMoved(const Scope& scope, int64_t fence) {
   spdlog::error(
-      "key '{}': its fence {} moved (another holder took it over after its lease lapsed); this "
+      "key {}: its fence {} moved (another holder took it over after its lease lapsed); this "
       "gateway's outcome is not recorded and its client is told to retry",
-      scope.key, fence);
+      LoggedKey(scope.key), fence);
   return NotRecorded(
       "the request reached the upstream, but this gateway lost its hold on the idempotency key "
       "before its outcome was recorded; retry with the same key to get the key's recorded answer");
@@ -115,7 +116,7 @@ asio::awaitable<GuardedAnswer> RecordOutcome(GatewayContext& ctx, const Route& r
     co_return std::move(plan.answer);
   }
   if (release && (absl::IsAborted(written.status) || absl::IsNotFound(written.status))) {
-    spdlog::debug("key '{}' was no longer this holder's to release: {}", guarded.scope.key,
+    spdlog::debug("key {} was no longer this holder's to release: {}", LoggedKey(guarded.scope.key),
                   written.status.ToString());
     Forget(ctx, ticket);
     co_return std::move(plan.answer);
@@ -125,9 +126,9 @@ asio::awaitable<GuardedAnswer> RecordOutcome(GatewayContext& ctx, const Route& r
     co_return FenceMoved(guarded.scope, fence);
   }
   spdlog::warn(
-      "key '{}': the store did not take its {} ({}); it is kept in memory and retried while the "
+      "key {}: the store did not take its {} ({}); it is kept in memory and retried while the "
       "key stays held",
-      guarded.scope.key, release ? "release" : "outcome", written.status.ToString());
+      LoggedKey(guarded.scope.key), release ? "release" : "outcome", written.status.ToString());
   KeyOp again{.kind = plan.kind, .scope = guarded.scope, .fence = fence};
   again.response = std::move(plan.stored);
   const asio::any_io_executor executor = co_await asio::this_coro::executor;

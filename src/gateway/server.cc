@@ -20,6 +20,7 @@
 #include "gateway/forward.h"
 #include "gateway/gateway_context.h"
 #include "gateway/lease_ticker.h"
+#include "gateway/log_format.h"
 #include "gateway/session.h"
 #include "http/listen.h"
 #include "http/tls.h"
@@ -189,9 +190,8 @@ void ServerImpl::Shutdown(Millis drain) {
     asio::post(w->ioc, [worker = w.get()] { worker->connections.StopReadingHeads(); });
   }
   if (!in_flight_.WaitIdle(drain))
-    spdlog::warn(
-        "requests or outcomes still in flight after the {} ms drain bound; stopping them",
-        drain.count());
+    spdlog::warn("requests or outcomes still in flight after the {} ms drain bound; stopping them",
+                 drain.count());
   if (admin_)
     asio::post(workers_.front()->ioc, [this] {
       beast::error_code ignored;
@@ -214,20 +214,20 @@ void ServerImpl::SettleHeldKeys() {
   for (const InFlight::HeldKey& held : in_flight_.HeldKeys()) {
     if (held.releasing) {
       absl::Status released = store_.Release(held.scope, held.fence);
-      spdlog::info("released key '{}' (fence {}; its upstream outcome was transient): {}",
-                   held.scope.key, held.fence,
+      spdlog::info("released key {} (fence {}; its upstream outcome was transient): {}",
+                   LoggedKey(held.scope.key), held.fence,
                    released.ok() ? std::string("ok") : released.ToString());
     } else if (held.phase == InFlight::Phase::kRunning) {
       spdlog::warn(
-          "key '{}' (fence {}): its upstream call had not ended at exit; the key is left held "
+          "key {} (fence {}): its upstream call had not ended at exit; the key is left held "
           "until its lease lapses, so that no retry runs it again meanwhile",
-          held.scope.key, held.fence);
+          LoggedKey(held.scope.key), held.fence);
     } else {
-      abandoned.push_back(held.scope.key);
+      abandoned.push_back(LoggedKey(held.scope.key));
       spdlog::error(
-          "key '{}' (fence {}): its outcome was not recorded before exit; the key is left held "
+          "key {} (fence {}): its outcome was not recorded before exit; the key is left held "
           "until its lease lapses, then a retry runs it again",
-          held.scope.key, held.fence);
+          LoggedKey(held.scope.key), held.fence);
     }
   }
   ctx_.metrics.outcomes_abandoned.fetch_add(abandoned.size(), std::memory_order_relaxed);

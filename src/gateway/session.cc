@@ -19,6 +19,7 @@
 #include "gateway/guard_outcome.h"
 #include "gateway/guarded_call.h"
 #include "gateway/hop_by_hop.h"
+#include "gateway/log_format.h"
 #include "gateway/problem_json.h"
 #include "gateway/request_decision.h"
 #include "gateway/request_head.h"
@@ -131,6 +132,8 @@ struct Outcome {
   bool keep_alive = false;
   Decision decision = Decision::kInvalid;
   int status = 0;
+  const Route* route = nullptr;  // the route that guarded the request, for the log line
+  std::string key;               // its key, for the log line (only when it is written)
 };
 
 // Reads the body of a guarded request, then claims, forwards and records it. `headers` are the
@@ -193,7 +196,10 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
   const int status = answer.response.status;
   const bool keep = co_await Answer(stream, std::move(answer.response), version, keep_alive,
                                     ctx.config.body_timeout);
-  co_return Outcome{keep, answer.decision, status};
+  Outcome outcome{keep, answer.decision, status, &route};
+  if (guarded.ok() && guarded->has_value() && spdlog::should_log(spdlog::level::debug))
+    outcome.key = (*guarded)->scope.key;
+  co_return outcome;
 }
 
 // Handles one request whose header `head` holds; returns what happened. Unless `may_keep_alive`
@@ -221,9 +227,9 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
       co_await MeetExpectContinue(stream, buffer, head, ctx.config.body_timeout);
       http::request_parser<http::buffer_body> relay(std::move(head));
       relay.body_limit(boost::none);
-      const bool keep = co_await RelayPassThrough(stream, buffer, relay, pool,
-                                                  ctx.config.upstream_timeout,
-                                                  may_keep_alive && !ctx.draining);
+      const bool keep =
+          co_await RelayPassThrough(stream, buffer, relay, pool, ctx.config.upstream_timeout,
+                                    may_keep_alive && !ctx.draining);
       if (!keep) co_await Linger(stream);
       co_return Outcome{keep, Decision::kPassThrough, 0};
     }
@@ -236,9 +242,15 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
 
 void LogRequest(const std::string& id, std::string_view method, std::string_view target,
                 const Outcome& outcome, SteadyClock::duration took) {
-  spdlog::debug("{} {} {} -> {} {} in {:.1f} ms", id, method, target, outcome.status,
-                DecisionName(outcome.decision),
-                std::chrono::duration<double, std::milli>(took).count());
+  spdlog::debug(RequestLogLine(
+      {.request_id = id,
+       .method = method,
+       .target = target,
+       .route = outcome.route != nullptr ? std::string_view(outcome.route->path_prefix) : "",
+       .decision = DecisionName(outcome.decision),
+       .status = outcome.status,
+       .milliseconds = std::chrono::duration<double, std::milli>(took).count(),
+       .key = outcome.key}));
 }
 
 }  // namespace
