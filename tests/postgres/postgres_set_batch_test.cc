@@ -209,6 +209,43 @@ TEST_F(PostgresSetBatch, OneStaleFenceAmongFreshOnesFailsThatWriteAlone) {
   EXPECT_EQ(store_->Get({"t", "key-8"}).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(PostgresSetBatchClock, WithoutAnInjectedClockEveryWriteOfABatchRunsAtTheDatabasesNow) {
+  absl::StatusOr<pgtest::FreshSchema> fresh = pgtest::CreateFreshSchemaUri();
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(fresh->uri, StoreOptions{});
+  ASSERT_TRUE(store.ok()) << store.status();
+  const auto database_now = [&]() -> int64_t {
+    absl::StatusOr<std::vector<std::vector<std::string>>> rows = pgtest::AdminQuery(
+        fresh->schema, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint");
+    return rows.ok() ? std::stoll((*rows)[0][0]) : -1;
+  };
+  const int64_t before = database_now();
+  absl::StatusOr<std::vector<LeaseWriteResult>> claimed =
+      (*store)->ApplyLeaseBatch(std::vector<LeaseWrite>{Claim("a"), Claim("b"), Claim("c")});
+  const int64_t after = database_now();
+  ASSERT_TRUE(claimed.ok()) << claimed.status();
+  const int64_t now = (*claimed)[0].now_ms;
+  EXPECT_GE(now, before);
+  EXPECT_LE(now, after);
+  for (const LeaseWriteResult& claim : *claimed) {
+    ASSERT_TRUE(claim.claimed);
+    EXPECT_EQ(claim.now_ms, now);
+    EXPECT_EQ(claim.record.created_ms, now);
+    EXPECT_EQ(claim.record.lease_until_ms, now + 30'000);
+    EXPECT_EQ(claim.lease_until_ms, now + 30'000);
+    EXPECT_EQ(claim.record.expires_ms, now + 24 * 3'600'000);  // the default retention
+  }
+  absl::StatusOr<std::vector<LeaseWriteResult>> next = (*store)->ApplyLeaseBatch(
+      std::vector<LeaseWrite>{Fenced(Kind::kHeartbeat, "a", (*claimed)[0].record.fence),
+                              Fenced(Kind::kComplete, "b", (*claimed)[1].record.fence)});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_TRUE((*next)[0].status.ok()) << (*next)[0].status;
+  EXPECT_GE((*next)[0].now_ms, now);
+  EXPECT_EQ((*next)[0].lease_until_ms, (*next)[0].now_ms + 60'000);
+  EXPECT_EQ((*store)->Get({"t", "a"})->lease_until_ms, (*next)[0].now_ms + 60'000);
+  EXPECT_EQ((*store)->Get({"t", "b"})->expires_ms, (*next)[1].now_ms + 24 * 3'600'000);
+}
+
 TEST_F(PostgresSetBatch, ScopesWithQuotesCommasBracesAndBackslashesRoundTrip) {
   const std::vector<std::string> tenants = {"", "a\"b", "c,d", "{e}", "f\\g", "NULL", "ü ñ"};
   std::vector<LeaseWrite> claims;

@@ -20,13 +20,6 @@ namespace {
 constexpr std::string_view kDatabaseNowSql =
     "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
-absl::StatusOr<int64_t> ReadNow(const Result& result) {
-  if (PQntuples(result.get()) != 1) {
-    return absl::InternalError("reading the database's clock returned no row");
-  }
-  return std::strtoll(PQgetvalue(result.get(), 0, 0), nullptr, 10);
-}
-
 // The scopes of the valid writes, each once, in lock order.
 std::vector<const Scope*> ScopesToLock(std::span<const LeaseWrite> writes,
                                        std::span<const size_t> order) {
@@ -43,27 +36,16 @@ std::vector<const Scope*> ScopesToLock(std::span<const LeaseWrite> writes,
   return scopes;
 }
 
-struct LockedRows {
-  int64_t now = 0;
-  std::vector<KeyRecord> records;  // the rows of the batch's scopes that exist, locked
-};
-
-// Locks the rows of `scopes` (with the clock, when it is the database's), in one round trip with
-// the statements deferred before it (BEGIN).
-absl::StatusOr<LockedRows> LockAndReadNow(PgConnection& conn, const Clock* clock,
-                                          std::span<const Scope* const> scopes) {
+// Reads the batch's clock and locks the rows of `scopes`, in one round trip with the statements
+// deferred before it (BEGIN).
+absl::StatusOr<int64_t> LockAndReadNow(PgConnection& conn, const Clock* clock,
+                                       std::span<const Scope* const> scopes) {
   std::vector<Statement> statements;
-  if (clock == nullptr) statements.push_back({kDatabaseNowSql, {}, "reading the database's clock"});
+  statements.push_back(
+      NowStatement(clock == nullptr ? std::nullopt : std::optional(clock->NowMillis())));
   if (!scopes.empty()) statements.push_back(LockRowsStatement(scopes));
-  LockedRows locked;
-  if (clock != nullptr) locked.now = clock->NowMillis();
-  if (statements.empty()) return locked;
   IDEM_ASSIGN_OR_RETURN(std::vector<Result> answers, conn.RunAll(statements));
-  if (clock == nullptr) {
-    IDEM_ASSIGN_OR_RETURN(locked.now, ReadNow(answers.front()));
-  }
-  if (!scopes.empty()) locked.records = Records(answers.back());
-  return locked;
+  return ReadNow(answers.front());
 }
 
 // The writes of a batch inside its transaction (BEGIN deferred by the caller).
@@ -74,21 +56,21 @@ absl::StatusOr<std::vector<LeaseWriteResult>> ApplyInTransaction(PgConnection& c
                                                                  BatchRules rules) {
   const std::vector<size_t> order = LockOrder(writes);
   const std::vector<const Scope*> scopes = ScopesToLock(writes, order);
-  IDEM_ASSIGN_OR_RETURN(LockedRows locked, LockAndReadNow(conn, clock, scopes));
-  if (!RepeatsAScope(writes, order)) {
-    IDEM_ASSIGN_OR_RETURN(
-        std::optional<std::vector<LeaseWriteResult>> results,
-        ApplySetBased(conn, locked.now, retention, rules, writes, order, locked.records));
-    if (results.has_value()) return *std::move(results);
-    // A claim must write over a record it did not lock: start again, one statement at a time,
-    // after locking again. The fences drawn meanwhile are skipped, never handed out twice.
-    IDEM_RETURN_IF_ERROR(conn.Run("ROLLBACK", {}, "rollback of a set-based lease batch").status());
-    conn.Defer("BEGIN");
-    if (!scopes.empty()) {
-      IDEM_RETURN_IF_ERROR(conn.Run(LockRowsStatement(scopes)).status());
-    }
+  if (RepeatsAScope(writes, order)) {
+    IDEM_ASSIGN_OR_RETURN(const int64_t now, LockAndReadNow(conn, clock, scopes));
+    return ApplyInTurn(conn, now, retention, writes, order, rules);
   }
-  return ApplyInTurn(conn, locked.now, retention, writes, order, rules);
+  IDEM_ASSIGN_OR_RETURN(SetBatchOutcome set,
+                        ApplySetBased(conn, clock, retention, rules, writes, order, scopes));
+  if (set.results.has_value()) return *std::move(set.results);
+  // A claim must write over a record it did not lock: start again, one statement at a time,
+  // after locking again. The fences drawn meanwhile are skipped, never handed out twice.
+  IDEM_RETURN_IF_ERROR(conn.Run("ROLLBACK", {}, "rollback of a set-based lease batch").status());
+  conn.Defer("BEGIN");
+  if (!scopes.empty()) {
+    IDEM_RETURN_IF_ERROR(conn.Run(LockRowsStatement(scopes)).status());
+  }
+  return ApplyInTurn(conn, set.now_ms, retention, writes, order, rules);
 }
 
 }  // namespace

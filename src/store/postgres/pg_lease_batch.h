@@ -1,13 +1,13 @@
 // Lease-mode writes on PostgreSQL, many in one transaction (Store::ApplyLeaseBatch) or one in
 // autocommit (the single lease-mode calls, a batch of one with their own rules).
 //
-// Round trips of a batch of several writes: BEGIN, the clock and the locking of every existing
-// row of the batch's scopes (pg_set_statements.h, LockRowsStatement) in one; every write in one
-// pipeline of set-based statements, one per kind of write (pg_set_batch.h); a read, only when a
-// claim lost to a concurrent claimer or a fenced write's row appeared since the locking; COMMIT.
-// A batch with two writes on one scope, and a batch whose claim must write over a record that
-// appeared or vanished since the locking (rolled back first), run one statement at a time
-// (pg_lease_in_turn.h) after the same locking.
+// Round trips of a batch of several writes: BEGIN, the batch's clock, the locking of every
+// existing row of its scopes (pg_set_statements.h, LockRowsStatement) and every write, as one
+// set-based statement per kind of write (pg_set_batch.h), in one pipeline; one more, only when a
+// claim must write over its locked row (an expired record, a lapsed lease) or lost to a
+// concurrent claimer; COMMIT. A batch with two writes on one scope, and a batch whose claim must
+// write over a record that appeared or vanished since the locking (rolled back first), run one
+// statement at a time (pg_lease_in_turn.h) after the same locking.
 //
 // Lock order: a batch first locks the existing rows of its keys, one after the other in (tenant,
 // key) order (LockRowsStatement). After that it waits only for rows its locking did not see: at a
@@ -17,8 +17,9 @@
 // nothing, and a set-based batch changes rows only once its INSERT is done, so two batches on the
 // same keys cannot deadlock. Results come back in the caller's order.
 //
-// Time: with a clock (StoreOptions::clock set) its NowMillis(); without one the database's
-// clock_timestamp(), read once per batch, so hosts sharing the database agree on every lease.
+// Time: with a clock (StoreOptions::clock set) its NowMillis(); without one the database's: for a
+// batch of several writes the time its transaction began (now()), for one write clock_timestamp(),
+// read once, so hosts sharing the database agree on every lease.
 //
 // Thread-safety: as the PgConnection passed in.
 #ifndef IDEM_STORE_POSTGRES_PG_LEASE_BATCH_H_

@@ -19,110 +19,102 @@ namespace {
 // so that it never blocks writing them while idem is still sending.
 constexpr size_t kMaxPipelined = 64;
 
-// The writes of one set-based statement, and where its answer is in the pipeline.
+// The writes of one kind, and where the answers of their statements are in the pipeline.
 struct Group {
   std::vector<size_t> writes;
+  std::vector<const LeaseWrite*> pointers;
   size_t answer = 0;
+  size_t answers = 0;
 };
+
+std::unordered_map<std::string, KeyRecord> ById(std::vector<KeyRecord> records) {
+  std::unordered_map<std::string, KeyRecord> by_id;
+  for (KeyRecord& record : records) {
+    std::string id = ScopeId(record.scope);
+    by_id.emplace(std::move(id), std::move(record));
+  }
+  return by_id;
+}
 
 class SetBatch {
  public:
-  SetBatch(PgConnection& conn, int64_t now, Millis retention, BatchRules rules,
-           std::span<const LeaseWrite> writes, std::span<const KeyRecord> locked)
-      : conn_(conn), now_(now), retention_(retention), rules_(rules), writes_(writes) {
-    for (const KeyRecord& record : locked) locked_.emplace(ScopeId(record.scope), &record);
+  SetBatch(PgConnection& conn, const Clock* clock, Millis retention, BatchRules rules,
+           std::span<const LeaseWrite> writes)
+      : conn_(conn), retention_(retention), rules_(rules), writes_(writes) {
+    if (clock != nullptr) clock_now_ = clock->NowMillis();
   }
 
-  absl::StatusOr<std::optional<std::vector<LeaseWriteResult>>> Apply(
-      std::span<const size_t> order) {
-    results_.assign(writes_.size(), {});
-    Plan(order);
+  absl::StatusOr<SetBatchOutcome> Apply(std::span<const size_t> order,
+                                        std::span<const Scope* const> scopes) {
+    Plan(order, scopes);
     IDEM_ASSIGN_OR_RETURN(std::vector<postgres::Result> answers, RunChunked(statements_));
-    for (size_t n = 0; n < overs_.writes.size(); ++n) {
-      std::optional<KeyRecord> won = FirstRecord(answers[overs_.answer + n]);
-      if (!won.has_value()) return std::nullopt;  // its locked row did not match: never expected
-      results_[overs_.writes[n]] = Claimed(writes_[overs_.writes[n]], *std::move(won));
-    }
-    if (!inserts_.writes.empty()) SettleInserts(answers[inserts_.answer]);
-    for (const Group* group : {&beats_, &releases_}) {
-      if (!group->writes.empty()) Settle(*group, ScopeIdsOf(answers[group->answer]));
-    }
-    std::vector<std::string> finished;
-    for (size_t n = 0; n < finish_answers_; ++n) {
-      for (std::string& id : ScopeIdsOf(answers[finishes_.answer + n])) {
-        finished.push_back(std::move(id));
+    IDEM_ASSIGN_OR_RETURN(now_, ReadNow(answers[0]));
+    results_.assign(writes_.size(), Result(absl::OkStatus()));
+    for (auto& [i, status] : invalid_) results_[i] = Result(std::move(status));
+    if (!scopes.empty()) locked_ = ById(Records(answers[1]));
+    if (!claims_.writes.empty()) SettleClaims(answers[claims_.answer]);
+    for (Group* group : {&beats_, &releases_, &finishes_}) {
+      std::vector<std::string> changed;
+      for (size_t n = 0; n < group->answers; ++n) {
+        for (std::string& id : ScopeIdsOf(answers[group->answer + n])) {
+          changed.push_back(std::move(id));
+        }
       }
+      Settle(*group, changed);
     }
-    if (!finishes_.writes.empty()) Settle(finishes_, finished);
-    if (unexplained_.empty()) return std::move(results_);
-    return ExplainByReading();
+    SetBatchOutcome outcome{.now_ms = now_};
+    if (overs_.empty() && unexplained_.empty()) {
+      outcome.results = std::move(results_);
+      return outcome;
+    }
+    IDEM_ASSIGN_OR_RETURN(outcome.results, Finish());
+    return outcome;
   }
 
  private:
-  // Sorts the valid writes into the statements of the pipeline, in lock order.
-  void Plan(std::span<const size_t> order) {
-    std::vector<ClaimParams> claims;
-    std::vector<Statement> overs;
-    std::vector<const LeaseWrite*> beats, finishes, releases;
+  // The pipeline: the clock, the locking, then one statement per kind of write, in lock order.
+  void Plan(std::span<const size_t> order, std::span<const Scope* const> scopes) {
     for (size_t i : order) {
       const LeaseWrite& write = writes_[i];
       if (absl::Status valid = CheckWrite(write); !valid.ok()) {
-        results_[i] = Result(std::move(valid));
+        invalid_.emplace_back(i, std::move(valid));
         continue;
       }
-      const KeyRecord* row = Locked(write.scope);
-      switch (write.kind) {
-        case LeaseWrite::Kind::kClaim: {
-          ClaimParams claim = ClaimAt(write, now_, retention_);
-          if (row == nullptr) {
-            inserts_.writes.push_back(i);
-            claims.push_back(std::move(claim));
-          } else if (ClaimWritesOver(*row, claim, rules_.take_over_lapsed)) {
-            overs_.writes.push_back(i);
-            overs.push_back(row->expires_ms <= now_ ? ReplaceExpiredStatement(claim, row->fence)
-                                                    : TakeOverLapsedStatement(claim, row->fence));
-          } else {
-            results_[i] = Found(write, *row);
-          }
-          break;
-        }
-        case LeaseWrite::Kind::kHeartbeat:
-          beats_.writes.push_back(i);
-          beats.push_back(&write);
-          break;
-        case LeaseWrite::Kind::kComplete:
-        case LeaseWrite::Kind::kFailFinal:
-          finishes_.writes.push_back(i);
-          finishes.push_back(&write);
-          break;
-        case LeaseWrite::Kind::kRelease:
-          releases_.writes.push_back(i);
-          releases.push_back(&write);
-          break;
-      }
+      Group& group = write.kind == LeaseWrite::Kind::kClaim       ? claims_
+                     : write.kind == LeaseWrite::Kind::kHeartbeat ? beats_
+                     : write.kind == LeaseWrite::Kind::kRelease   ? releases_
+                                                                  : finishes_;
+      group.writes.push_back(i);
+      group.pointers.push_back(&write);
     }
-    if (!claims.empty()) Add(inserts_, InsertClaimsStatement(claims, now_));
-    if (!beats.empty()) Add(beats_, ExtendLeasesStatement(beats, now_));
-    if (!releases.empty()) Add(releases_, DeleteClaimsStatement(releases, now_));
-    finishes_.answer = statements_.size();
+    statements_.push_back(NowStatement(clock_now_));
+    if (!scopes.empty()) statements_.push_back(LockRowsStatement(scopes));
+    if (!claims_.writes.empty()) {
+      Add(claims_, InsertClaimsStatement(claims_.pointers, clock_now_, retention_));
+    }
+    if (!beats_.writes.empty()) Add(beats_, ExtendLeasesStatement(beats_.pointers, clock_now_));
+    if (!releases_.writes.empty()) {
+      Add(releases_, DeleteClaimsStatement(releases_.pointers, clock_now_));
+    }
     // Outcomes in statements of at most kMaxOutcomeBytes (at least one outcome each).
+    const std::span<const LeaseWrite* const> finishes = finishes_.pointers;
+    finishes_.answer = statements_.size();
     for (size_t at = 0; at < finishes.size();) {
       size_t end = at + 1;
       for (size_t bytes = OutcomeBytes(*finishes[at]); end < finishes.size(); ++end) {
         bytes += OutcomeBytes(*finishes[end]);
         if (bytes > kMaxOutcomeBytes) break;
       }
-      statements_.push_back(RecordOutcomesStatement(std::span(finishes).subspan(at, end - at), now_,
-                                                    now_ + retention_.count()));
-      ++finish_answers_;
+      statements_.push_back(
+          RecordOutcomesStatement(finishes.subspan(at, end - at), clock_now_, retention_));
+      ++finishes_.answers;
       at = end;
     }
-    overs_.answer = statements_.size();
-    for (Statement& over : overs) statements_.push_back(std::move(over));
   }
 
   void Add(Group& group, Statement statement) {
     group.answer = statements_.size();
+    group.answers = 1;
     statements_.push_back(std::move(statement));
   }
 
@@ -138,18 +130,22 @@ class SetBatch {
     return answers;
   }
 
-  void SettleInserts(const postgres::Result& answer) {
-    std::unordered_map<std::string, KeyRecord> won;
-    for (KeyRecord& record : Records(answer)) {
-      std::string id = ScopeId(record.scope);
-      won.emplace(std::move(id), std::move(record));
-    }
-    for (size_t i : inserts_.writes) {
-      auto it = won.find(ScopeId(writes_[i].scope));
-      if (it == won.end()) {
-        unexplained_.push_back(i);  // a concurrent claimer's row was in the way
+  void SettleClaims(const postgres::Result& answer) {
+    std::unordered_map<std::string, KeyRecord> won = ById(Records(answer));
+    for (size_t i : claims_.writes) {
+      const LeaseWrite& write = writes_[i];
+      const std::string id = ScopeId(write.scope);
+      if (auto it = won.find(id); it != won.end()) {
+        results_[i] = Claimed(write, std::move(it->second));
+      } else if (auto row = locked_.find(id); row == locked_.end()) {
+        unexplained_.push_back(i);  // a concurrent claimer's new row was in the way
+      } else if (const ClaimParams claim = ClaimAt(write, now_, retention_);
+                 ClaimWritesOver(row->second, claim, rules_.take_over_lapsed)) {
+        overs_.emplace_back(i, row->second.expires_ms <= now_
+                                   ? ReplaceExpiredStatement(claim, row->second.fence)
+                                   : TakeOverLapsedStatement(claim, row->second.fence));
       } else {
-        results_[i] = Claimed(writes_[i], std::move(it->second));
+        results_[i] = Found(write, row->second);
       }
     }
   }
@@ -159,39 +155,45 @@ class SetBatch {
     const std::unordered_set<std::string> done(changed.begin(), changed.end());
     for (size_t i : group.writes) {
       const LeaseWrite& write = writes_[i];
-      if (done.contains(ScopeId(write.scope))) {
-        results_[i] = Result(absl::OkStatus());
+      const std::string id = ScopeId(write.scope);
+      if (done.contains(id)) {
         if (write.kind == LeaseWrite::Kind::kHeartbeat) {
           results_[i].lease_until_ms = now_ + write.lease.count();
         }
-      } else if (const KeyRecord* row = Locked(write.scope); row != nullptr) {
-        Explain(i, *row);  // locked since before the write: what it found
+      } else if (auto row = locked_.find(id); row != locked_.end()) {
+        Explain(i, row->second);  // locked since before the write: what it found
       } else {
         unexplained_.push_back(i);
       }
     }
   }
 
-  // The writes of unexplained_, explained by the records read now. nullopt: see ApplySetBased.
-  absl::StatusOr<std::optional<std::vector<LeaseWriteResult>>> ExplainByReading() {
+  // The claims written over and the reads of the writes not explained yet, in one pipeline.
+  // nullopt: see SetBatchOutcome.
+  absl::StatusOr<std::optional<std::vector<LeaseWriteResult>>> Finish() {
+    std::vector<Statement> statements;
+    for (auto& [i, statement] : overs_) statements.push_back(std::move(statement));
     std::vector<const Scope*> scopes;
     for (size_t i : unexplained_) scopes.push_back(&writes_[i].scope);
-    IDEM_ASSIGN_OR_RETURN(postgres::Result answer, conn_.Run(ReadRowsStatement(scopes)));
-    std::unordered_map<std::string, KeyRecord> found;
-    for (KeyRecord& record : Records(answer)) {
-      std::string id = ScopeId(record.scope);
-      found.emplace(std::move(id), std::move(record));
+    if (!scopes.empty()) statements.push_back(ReadRowsStatement(scopes));
+    IDEM_ASSIGN_OR_RETURN(std::vector<postgres::Result> answers, RunChunked(statements));
+    for (size_t n = 0; n < overs_.size(); ++n) {
+      std::optional<KeyRecord> won = FirstRecord(answers[n]);
+      if (!won.has_value()) return std::nullopt;  // its locked row did not match: never expected
+      results_[overs_[n].first] = Claimed(writes_[overs_[n].first], *std::move(won));
     }
+    if (scopes.empty()) return std::move(results_);
+    std::unordered_map<std::string, KeyRecord> found = ById(Records(answers.back()));
     for (size_t i : unexplained_) {
-      auto it = found.find(ScopeId(writes_[i].scope));
+      const LeaseWrite& write = writes_[i];
+      auto it = found.find(ScopeId(write.scope));
       if (it == found.end()) {
-        if (writes_[i].kind == LeaseWrite::Kind::kClaim) return std::nullopt;  // vanished
+        if (write.kind == LeaseWrite::Kind::kClaim) return std::nullopt;  // vanished since
         Explain(i, std::nullopt);
         continue;
       }
-      if (writes_[i].kind == LeaseWrite::Kind::kClaim &&
-          ClaimWritesOver(it->second, ClaimAt(writes_[i], now_, retention_),
-                          rules_.take_over_lapsed)) {
+      if (write.kind == LeaseWrite::Kind::kClaim &&
+          ClaimWritesOver(it->second, ClaimAt(write, now_, retention_), rules_.take_over_lapsed)) {
         return std::nullopt;
       }
       Explain(i, std::move(it->second));
@@ -239,36 +241,34 @@ class SetBatch {
     return result;
   }
 
-  const KeyRecord* Locked(const Scope& scope) const {
-    auto it = locked_.find(ScopeId(scope));
-    return it == locked_.end() ? nullptr : it->second;
-  }
-
   LeaseWriteResult Result(absl::Status status) const {
     return {.status = std::move(status), .now_ms = now_};
   }
 
   PgConnection& conn_;
-  const int64_t now_;
+  std::optional<int64_t> clock_now_;  // the caller's clock; nullopt: the database's
   const Millis retention_;
   const BatchRules rules_;
   const std::span<const LeaseWrite> writes_;
-  std::unordered_map<std::string, const KeyRecord*> locked_;
-  std::vector<LeaseWriteResult> results_;
+  int64_t now_ = 0;
+  std::vector<std::pair<size_t, absl::Status>> invalid_;
   std::vector<Statement> statements_;
-  Group inserts_, overs_, beats_, finishes_, releases_;
-  size_t finish_answers_ = 0;
+  Group claims_, beats_, releases_, finishes_;
+  std::unordered_map<std::string, KeyRecord> locked_;
+  std::vector<LeaseWriteResult> results_;
+  std::vector<std::pair<size_t, Statement>> overs_;  // claims that write over their locked row
   std::vector<size_t> unexplained_;  // writes whose statement changed nothing, rows not locked
 };
 
 }  // namespace
 
-absl::StatusOr<std::optional<std::vector<LeaseWriteResult>>> ApplySetBased(
-    PgConnection& conn, int64_t now, Millis retention, BatchRules rules,
-    std::span<const LeaseWrite> writes, std::span<const size_t> order,
-    std::span<const KeyRecord> locked) {
-  SetBatch batch(conn, now, retention, rules, writes, locked);
-  return batch.Apply(order);
+absl::StatusOr<SetBatchOutcome> ApplySetBased(PgConnection& conn, const Clock* clock,
+                                              Millis retention, BatchRules rules,
+                                              std::span<const LeaseWrite> writes,
+                                              std::span<const size_t> order,
+                                              std::span<const Scope* const> scopes) {
+  SetBatch batch(conn, clock, retention, rules, writes);
+  return batch.Apply(order, scopes);
 }
 
 }  // namespace idem::postgres

@@ -2,13 +2,23 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <optional>
 #include <string_view>
+#include <utility>
+#include <variant>
 
 #include "store/postgres/pg_key_columns.h"
 #include "store/postgres/pg_lease_write.h"
 
 namespace idem::postgres {
 namespace {
+
+// The batch's now, as the subquery "c" (c.ms) from parameter $N: the caller's clock, or when that
+// is NULL the database's, the same for every statement of the transaction (now() is the time
+// the transaction began).
+#define IDEM_PG_BATCH_NOW(n) \
+  "(SELECT COALESCE($" #n "::bigint, floor(extract(epoch FROM now()) * 1000)::bigint) AS ms) AS c"
 
 // An array literal of text elements, each quoted ("" and \ escaped), so that any text (empty, with
 // commas, braces, quotes or the word NULL) reads back as itself.
@@ -47,6 +57,16 @@ class IntArray {
   std::string out_ = "{";
 };
 
+// The parameters of a statement. (Not a braced list: GCC 12 -O2 then warns that a std::string
+// inside the variant may be used uninitialized.)
+template <typename... Values>
+std::vector<SqlValue> Params(Values&&... values) {
+  std::vector<SqlValue> params;
+  params.reserve(sizeof...(Values));
+  (params.emplace_back(std::forward<Values>(values)), ...);
+  return params;
+}
+
 // The (tenant, key) arrays of `scopes`, as $1 and $2.
 std::vector<SqlValue> ScopeArrays(std::span<const Scope* const> scopes) {
   TextArray tenants, keys;
@@ -54,7 +74,12 @@ std::vector<SqlValue> ScopeArrays(std::span<const Scope* const> scopes) {
     tenants.Add(scope->tenant);
     keys.Add(scope->key);
   }
-  return {tenants.Take(), keys.Take()};
+  return Params(tenants.Take(), keys.Take());
+}
+
+SqlValue NowParam(std::optional<int64_t> now_ms) {
+  if (now_ms.has_value()) return *now_ms;
+  return std::monostate{};
 }
 
 std::string What(std::string_view operation, size_t count) {
@@ -80,53 +105,64 @@ Statement ReadRowsStatement(std::span<const Scope* const> scopes) {
           ScopeArrays(scopes), What("read", scopes.size()), /*plan_per_run=*/true};
 }
 
-Statement InsertClaimsStatement(std::span<const ClaimParams> claims, int64_t now_ms) {
-  TextArray tenants, keys, fingerprints, owners;
-  IntArray leases, expires;
-  for (const ClaimParams& claim : claims) {
-    tenants.Add(claim.scope.tenant);
-    keys.Add(claim.scope.key);
-    fingerprints.Add(claim.fingerprint);
-    owners.Add(claim.owner);
-    leases.Add(claim.lease_until_ms);
-    expires.Add(claim.expires_ms);
-  }
-  // Rows go in ordinal order, so an INSERT that waits for another claimer's row holds only rows
-  // before it in the lock order.
-  return {
-      "INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, lease_until_ms, "
-      "created_ms, updated_ms, expires_ms) "
-      "SELECT t, k, f, 1, nextval('idem_fence_seq'), o, lu, $7, $7, ex FROM unnest($1::text[], "
-      "$2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) WITH ORDINALITY "
-      "AS u(t, k, f, o, lu, ex, n) ORDER BY n "
-      "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_PG_KEY_COLUMNS,
-      {tenants.Take(), keys.Take(), fingerprints.Take(), owners.Take(), leases.Take(),
-       expires.Take(), now_ms},
-      What("claim", claims.size())};
+Statement NowStatement(std::optional<int64_t> now_ms) {
+  return {"SELECT c.ms FROM " IDEM_PG_BATCH_NOW(1), Params(NowParam(now_ms)), "reading the clock"};
 }
 
-Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats, int64_t now_ms) {
+absl::StatusOr<int64_t> ReadNow(const Result& result) {
+  if (PQntuples(result.get()) != 1) return absl::InternalError("reading the clock returned no row");
+  return std::strtoll(PQgetvalue(result.get(), 0, 0), nullptr, 10);
+}
+
+Statement InsertClaimsStatement(std::span<const LeaseWrite* const> claims,
+                                std::optional<int64_t> now_ms, Millis retention) {
+  TextArray tenants, keys, fingerprints, owners;
+  IntArray leases;
+  for (const LeaseWrite* claim : claims) {
+    tenants.Add(claim->scope.tenant);
+    keys.Add(claim->scope.key);
+    fingerprints.Add(claim->fingerprint);
+    owners.Add(claim->owner);
+    leases.Add(claim->lease.count());
+  }
+  // Rows go in ordinal order, so an INSERT that waits for another claimer's row holds only rows
+  // before it in the lock order. The record is kept until the retention ends, and at least as long
+  // as the lease.
+  return {"INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, lease_until_ms, "
+          "created_ms, updated_ms, expires_ms) "
+          "SELECT u.t, u.k, u.f, 1, nextval('idem_fence_seq'), u.o, c.ms + u.l, c.ms, c.ms, "
+          "GREATEST(c.ms + $7, c.ms + u.l) FROM unnest($1::text[], $2::text[], $3::text[], "
+          "$4::text[], $5::bigint[]) WITH ORDINALITY AS u(t, k, f, o, l, n) "
+          "CROSS JOIN " IDEM_PG_BATCH_NOW(6) " ORDER BY u.n "
+          "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_PG_KEY_COLUMNS,
+          Params(tenants.Take(), keys.Take(), fingerprints.Take(), owners.Take(), leases.Take(),
+                 NowParam(now_ms), retention.count()),
+          What("claim", claims.size())};
+}
+
+Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats,
+                                std::optional<int64_t> now_ms) {
   TextArray tenants, keys;
   IntArray fences, leases;
   for (const LeaseWrite* write : heartbeats) {
     tenants.Add(write->scope.tenant);
     keys.Add(write->scope.key);
     fences.Add(write->fence);
-    leases.Add(now_ms + write->lease.count());
+    leases.Add(write->lease.count());
   }
-  return {
-      "UPDATE idem_keys AS r SET lease_until_ms = u.lu, updated_ms = $5, "
-      "expires_ms = GREATEST(r.expires_ms, u.lu) "
-      "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(t, k, f, lu) "
-      "WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
-      "AND r.expires_ms > $5 RETURNING r.tenant, r.key",
-      {tenants.Take(), keys.Take(), fences.Take(), leases.Take(), now_ms},
-      What("heartbeat", heartbeats.size()),
-      /*plan_per_run=*/true};
+  return {"UPDATE idem_keys AS r SET lease_until_ms = c.ms + u.l, updated_ms = c.ms, "
+          "expires_ms = GREATEST(r.expires_ms, c.ms + u.l) "
+          "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(t, k, f, l), "
+          IDEM_PG_BATCH_NOW(5)
+          " WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
+          "AND r.expires_ms > c.ms RETURNING r.tenant, r.key",
+          Params(tenants.Take(), keys.Take(), fences.Take(), leases.Take(), NowParam(now_ms)),
+          What("heartbeat", heartbeats.size()),
+          /*plan_per_run=*/true};
 }
 
-Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes, int64_t now_ms,
-                                  int64_t expires_ms) {
+Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes,
+                                  std::optional<int64_t> now_ms, Millis retention) {
   TextArray tenants, keys;
   IntArray fences, states, statuses, header_at, header_len, body_at, body_len;
   std::string headers, bodies;
@@ -144,22 +180,25 @@ Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes, i
     body_len.Add(static_cast<int64_t>(write->response.body.size()));
     bodies += write->response.body;
   }
-  return {
-      "UPDATE idem_keys AS r SET state = u.s, status = u.st, "
-      "headers = substring($10::bytea FROM u.ha FOR u.hl), "
-      "body = substring($11::bytea FROM u.ba FOR u.bl), updated_ms = $12, expires_ms = $13 "
-      "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::smallint[], $5::int[], "
-      "$6::int[], $7::int[], $8::int[], $9::int[]) AS u(t, k, f, s, st, ha, hl, ba, bl) "
-      "WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
-      "AND r.expires_ms > $12 RETURNING r.tenant, r.key",
-      {tenants.Take(), keys.Take(), fences.Take(), states.Take(), statuses.Take(), header_at.Take(),
-       header_len.Take(), body_at.Take(), body_len.Take(), Blob{std::move(headers)},
-       Blob{std::move(bodies)}, now_ms, expires_ms},
-      What("outcome", finishes.size()),
-      /*plan_per_run=*/true};
+  return {"UPDATE idem_keys AS r SET state = u.s, status = u.st, "
+          "headers = substring($10::bytea FROM u.ha FOR u.hl), "
+          "body = substring($11::bytea FROM u.ba FOR u.bl), updated_ms = c.ms, "
+          "expires_ms = c.ms + $13 "
+          "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::smallint[], $5::int[], "
+          "$6::int[], $7::int[], $8::int[], $9::int[]) AS u(t, k, f, s, st, ha, hl, ba, bl), "
+          IDEM_PG_BATCH_NOW(12)
+          " WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
+          "AND r.expires_ms > c.ms RETURNING r.tenant, r.key",
+          Params(tenants.Take(), keys.Take(), fences.Take(), states.Take(), statuses.Take(),
+                 header_at.Take(), header_len.Take(), body_at.Take(), body_len.Take(),
+                 Blob{std::move(headers)}, Blob{std::move(bodies)}, NowParam(now_ms),
+                 retention.count()),
+          What("outcome", finishes.size()),
+          /*plan_per_run=*/true};
 }
 
-Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases, int64_t now_ms) {
+Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases,
+                                std::optional<int64_t> now_ms) {
   TextArray tenants, keys;
   IntArray fences;
   for (const LeaseWrite* write : releases) {
@@ -167,13 +206,13 @@ Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases, int
     keys.Add(write->scope.key);
     fences.Add(write->fence);
   }
-  return {
-      "DELETE FROM idem_keys AS r USING unnest($1::text[], $2::text[], $3::bigint[]) "
-      "AS u(t, k, f) WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
-      "AND r.expires_ms > $4 RETURNING r.tenant, r.key",
-      {tenants.Take(), keys.Take(), fences.Take(), now_ms},
-      What("release", releases.size()),
-      /*plan_per_run=*/true};
+  return {"DELETE FROM idem_keys AS r USING unnest($1::text[], $2::text[], $3::bigint[]) "
+          "AS u(t, k, f), " IDEM_PG_BATCH_NOW(4)
+          " WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
+          "AND r.expires_ms > c.ms RETURNING r.tenant, r.key",
+          Params(tenants.Take(), keys.Take(), fences.Take(), NowParam(now_ms)),
+          What("release", releases.size()),
+          /*plan_per_run=*/true};
 }
 
 size_t OutcomeBytes(const LeaseWrite& finish) {
@@ -191,5 +230,7 @@ std::vector<std::string> ScopeIdsOf(const Result& result) {
   }
   return ids;
 }
+
+#undef IDEM_PG_BATCH_NOW
 
 }  // namespace idem::postgres

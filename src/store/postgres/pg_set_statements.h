@@ -5,10 +5,13 @@
 #define IDEM_STORE_POSTGRES_PG_SET_STATEMENTS_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "idem/clock.h"
 #include "idem/store.h"
 #include "store/postgres/pg_connection.h"
 #include "store/postgres/pg_key_table.h"
@@ -21,21 +24,31 @@ Statement LockRowsStatement(std::span<const Scope* const> scopes);
 // Every existing record of `scopes`, read without locking.
 Statement ReadRowsStatement(std::span<const Scope* const> scopes);
 
-// The claims, inserted in the order given (the lock order) with fences from idem_fence_seq:
-// INSERT … ON CONFLICT DO NOTHING, returning the records inserted. Every claim's now_ms must be
-// `now_ms`. REQUIRES: no scope twice.
-Statement InsertClaimsStatement(std::span<const ClaimParams> claims, int64_t now_ms);
+// The batch's clock, read in SQL by the statements below: `now_ms` (the caller's clock), or, when
+// nullopt, the database's at the time the transaction began, the same for every statement of it.
+// NowStatement returns it (one row, one column).
+Statement NowStatement(std::optional<int64_t> now_ms);
+// NowStatement's answer. Errors: Internal when it holds no row.
+absl::StatusOr<int64_t> ReadNow(const Result& result);
+
+// The claims, inserted in the order given (the lock order) with fences from idem_fence_seq and
+// leases from the batch's now: INSERT … ON CONFLICT DO NOTHING, returning the records inserted.
+// REQUIRES: no scope twice; kClaim writes.
+Statement InsertClaimsStatement(std::span<const LeaseWrite* const> claims,
+                                std::optional<int64_t> now_ms, Millis retention);
 
 // The fenced writes. Each changes the records of the writes that still hold their claim
-// (in_progress with the write's fence, unexpired at `now_ms`) and returns their (tenant, key).
-// A join of the table with the arrays: planned at every run (Statement::plan_per_run), for the
-// arrays' length and the table's size then.
+// (in_progress with the write's fence, unexpired at the batch's now) and returns their (tenant,
+// key). A join of the table with the arrays: planned at every run (Statement::plan_per_run), for
+// the arrays' length and the table's size then.
 // REQUIRES: no scope twice; every write of the kind the statement names.
-Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats, int64_t now_ms);
-// kComplete and kFailFinal together; `expires_ms` for all.
-Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes, int64_t now_ms,
-                                  int64_t expires_ms);
-Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases, int64_t now_ms);
+Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats,
+                                std::optional<int64_t> now_ms);
+// kComplete and kFailFinal together; the records then expire after `retention`.
+Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes,
+                                  std::optional<int64_t> now_ms, Millis retention);
+Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases,
+                                std::optional<int64_t> now_ms);
 
 // The bytes a finish's outcome adds to RecordOutcomesStatement's parameters; callers keep a
 // statement's total under kMaxOutcomeBytes (a parameter holds at most 1 GB).
