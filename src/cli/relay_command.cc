@@ -200,8 +200,8 @@ int Relay(const RelayFlags& f) {
   std::thread signals([&] {
     int signal = 0;
     while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP && !stop.load()) {
-      std::fprintf(stderr, "idem relay: %.*s\n", static_cast<int>(kSighupNotice.size()),
-                   kSighupNotice.data());
+      std::fprintf(stderr, "idem relay: %.*s\n", static_cast<int>(kRelaySighupNotice.size()),
+                   kRelaySighupNotice.data());
     }
     if (!stop.load()) NotifyStopping("finishing the batch under way");
     stop.store(true);

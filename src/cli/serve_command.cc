@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -46,6 +47,9 @@ Durations: 500ms, 30s, 1m, 24h. Sizes: 512, 64KiB, 1MiB.
 Example:
   idem serve --listen 127.0.0.1:8080 --upstream http://127.0.0.1:9000 \
              --store sqlite:./idem.db --admin 127.0.0.1:8081)";
+
+// Loads the settings again (the config file, then the flags over it), checked.
+using Reread = std::function<absl::StatusOr<gateway::GatewayConfig>()>;
 
 struct Flags {
   std::string listen, upstream, store, admin, config, lease, upstream_timeout, retention, max_body,
@@ -178,8 +182,27 @@ sigset_t ServiceSignals() {
   return signals;
 }
 
-// Runs the gateway until SIGTERM or SIGINT; returns the exit code.
-int Serve(const gateway::GatewayConfig& config) {
+// SIGHUP: re-reads `file` with `reread` and swaps the routes (gateway::Server::Reload); one log
+// line says what happened. A file that does not load or validate, or that changes a setting only
+// a restart applies, is refused and the running settings keep serving.
+void ReloadOnSighup(gateway::Server& server, const std::string& file, const Reread& reread) {
+  if (file.empty()) {
+    spdlog::warn("SIGHUP: nothing to reload: idem serve was started without --config");
+    return;
+  }
+  absl::StatusOr<gateway::GatewayConfig> next = reread();
+  absl::Status swapped = next.ok() ? server.Reload(*next) : next.status();
+  if (!swapped.ok()) {
+    spdlog::error("SIGHUP: {} not reloaded, the running settings keep serving: {}", file,
+                  std::string(swapped.message()));
+    return;
+  }
+  spdlog::info("SIGHUP: reloaded {}: {} route(s); requests already read finish under the old ones",
+               file, next->routes.size());
+}
+
+// Runs the gateway until SIGTERM or SIGINT, reloading `file` at SIGHUP; returns the exit code.
+int Serve(const gateway::GatewayConfig& config, const std::string& file, const Reread& reread) {
   KeepFreedMemoryForReuse();
   // Blocked in every thread (they inherit the mask); this thread waits for them below.
   const sigset_t stop_signals = ServiceSignals();
@@ -221,7 +244,8 @@ int Serve(const gateway::GatewayConfig& config) {
                config.admin.empty() ? "" : ", admin on " + (*server)->admin_address());
   NotifyReady(fmt::format("listening on {}", (*server)->listen_address()));
   int signal = 0;
-  while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP) spdlog::warn(kSighupNotice);
+  while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP)
+    ReloadOnSighup(**server, file, reread);
   NotifyStopping("finishing requests in flight");
   spdlog::info("{}: no new connections; finishing requests in flight (at most {})",
                signal == SIGTERM ? "SIGTERM" : "SIGINT",
@@ -233,25 +257,31 @@ int Serve(const gateway::GatewayConfig& config) {
 }
 
 // Loads the config file, applies the flags over it and serves; returns the exit code.
-int RunServeCommand(const CLI::App& cmd, const Flags& f) {
+// The settings: the config file's (if any), the flags over them, checked. Errors:
+// InvalidArgument saying what to fix (a usage error at start; a refused reload later).
+absl::StatusOr<gateway::GatewayConfig> LoadSettings(const CLI::App& cmd, const Flags& f) {
   gateway::GatewayConfig config;
   if (!f.config.empty()) {
     absl::StatusOr<gateway::GatewayConfig> loaded = gateway::LoadConfigFile(f.config, config);
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "idem serve: %s\n", std::string(loaded.status().message()).c_str());
-      return kExitUsage;
-    }
+    if (!loaded.ok()) return absl::InvalidArgumentError(loaded.status().message());
     config = *std::move(loaded);
   }
   absl::Status s = ApplyFlags(f, cmd, config);
   if (s.ok()) s = gateway::ValidateConfig(config);
   if (s.ok()) s = CheckAddresses(config);
   if (s.ok() && !config.cacert.empty()) s = CheckCacert(config.cacert);
-  if (!s.ok()) {
-    std::fprintf(stderr, "idem serve: %s\n", std::string(s.message()).c_str());
+  if (!s.ok()) return s;
+  return config;
+}
+
+// Loads the settings and serves; returns the exit code.
+int RunServeCommand(const CLI::App& cmd, const Flags& f) {
+  absl::StatusOr<gateway::GatewayConfig> config = LoadSettings(cmd, f);
+  if (!config.ok()) {
+    std::fprintf(stderr, "idem serve: %s\n", std::string(config.status().message()).c_str());
     return kExitUsage;
   }
-  return Serve(config);
+  return Serve(*config, f.config, [&cmd, &f] { return LoadSettings(cmd, f); });
 }
 
 }  // namespace

@@ -16,11 +16,11 @@ void NotifyReady(std::string_view status);
 // Tells systemd the service is stopping (STOPPING=1), with a one-line STATUS.
 void NotifyStopping(std::string_view status);
 
-// What idem serve and idem relay say when a SIGHUP arrives (systemctl reload): this version does
-// not re-read its settings, so they stay as they were; SIGHUP no longer ends the process.
-inline constexpr std::string_view kSighupNotice =
-    "SIGHUP: this version does not re-read its settings; they stay as they were (restart to "
-    "apply a changed config)";
+// What idem relay says when a SIGHUP arrives (systemctl reload): its settings are its command
+// line, so there is nothing to re-read; SIGHUP does not end it. (idem serve re-reads its config.)
+inline constexpr std::string_view kRelaySighupNotice =
+    "SIGHUP: nothing to reload: idem relay takes its settings from its command line only "
+    "(restart it to change them)";
 
 }  // namespace idem::cli
 

@@ -132,6 +132,37 @@ absl::Status ValidateConfig(const GatewayConfig& config) {
   return absl::OkStatus();
 }
 
+std::vector<std::string> RestartSettingsChanged(const GatewayConfig& a, const GatewayConfig& b) {
+  std::vector<std::string> changed;
+  auto check = [&changed](const char* name, bool same) {
+    if (!same) changed.emplace_back(name);
+  };
+  check("listen", a.listen == b.listen);
+  check("upstream", a.upstream == b.upstream);
+  check("cacert", a.cacert == b.cacert);
+  check("store", a.store == b.store);
+  check("admin", a.admin == b.admin);
+  check("lease", a.lease == b.lease);
+  check("upstream_timeout", a.upstream_timeout == b.upstream_timeout);
+  check("retention", a.retention == b.retention);
+  check("lock_timeout", a.store_lock_timeout == b.store_lock_timeout);
+  check("max_body", a.max_body == b.max_body);
+  check("cache_bytes", a.cache_bytes == b.cache_bytes);
+  check("tenant_header", a.tenant_header == b.tenant_header);
+  check("io_threads", a.io_threads == b.io_threads);
+  check("store_threads", a.store_threads == b.store_threads);
+  check("max_connections", a.max_connections == b.max_connections);
+  check("max_requests_per_connection",
+        a.max_requests_per_connection == b.max_requests_per_connection);
+  check("header_timeout", a.header_timeout == b.header_timeout);
+  check("body_timeout", a.body_timeout == b.body_timeout);
+  check("drain_timeout", a.drain_timeout == b.drain_timeout);
+  check("record_wait", a.record_wait == b.record_wait);
+  check("max_pending_outcomes", a.max_pending_outcomes == b.max_pending_outcomes);
+  check("max_pending_bytes", a.max_pending_bytes == b.max_pending_bytes);
+  return changed;
+}
+
 absl::StatusOr<int64_t> ParseByteSize(std::string_view text) {
   int64_t number = 0;
   const char* end = text.data() + text.size();

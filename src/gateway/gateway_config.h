@@ -48,6 +48,8 @@ struct Route {
   std::vector<std::string> replay_headers;  // replayed besides Content-Type and Location
   std::vector<int> final_statuses;          // stored and replayed even if transient by default
   std::vector<int> transient_statuses;      // never stored even if final by default
+
+  bool operator==(const Route&) const = default;
 };
 
 struct GatewayConfig {
@@ -82,7 +84,7 @@ struct GatewayConfig {
   // bound a new guarded request gets 503 before anything is forwarded.
   int max_pending_outcomes = 10000;
   int64_t max_pending_bytes = 64 << 20;
-  std::vector<Route> routes;    // first match wins; empty: one default route
+  std::vector<Route> routes;  // first match wins; empty: one default route
 };
 
 // Returns the route guarding `method` and `target`, or nullptr when the request passes through.
@@ -107,6 +109,12 @@ absl::Status ValidateConfig(const GatewayConfig& config);
 // InvalidArgument starting "route N (PREFIX): " and saying what to change (the route checks of
 // ValidateConfig).
 absl::Status ValidateRoute(const Route& route, Millis lease, size_t index);
+
+// Returns the names (as in the config file) of the settings that differ between `running` and
+// `next` and that only a restart applies: every setting but the routes and require_key, which a
+// reload (SIGHUP) swaps for new requests. Empty when only those differ.
+std::vector<std::string> RestartSettingsChanged(const GatewayConfig& running,
+                                                const GatewayConfig& next);
 
 // Parses a size such as "512", "64KiB", "1MiB", "1GiB" (also KB/MB/GB as powers of 1000).
 // Errors: InvalidArgument naming the accepted forms.

@@ -115,5 +115,20 @@ TEST(ParseByteSize, AcceptsBinaryAndDecimalUnits) {
     EXPECT_EQ(ParseByteSize(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
 }
 
+TEST(RestartSettingsChanged, NamesEverySettingButTheRoutesAndRequireKey) {
+  GatewayConfig running;
+  running.listen = "127.0.0.1:8080";
+  running.routes = {Route{.path_prefix = "/a"}};
+  GatewayConfig next = running;
+  next.routes = {Route{.path_prefix = "/b", .key_required = true}, Route{}};
+  next.require_key = true;
+  EXPECT_TRUE(RestartSettingsChanged(running, next).empty());
+  next.listen = "127.0.0.1:8081";
+  next.lease = 40s;
+  next.drain_timeout = 1s;
+  EXPECT_EQ(RestartSettingsChanged(running, next),
+            (std::vector<std::string>{"listen", "lease", "drain_timeout"}));
+}
+
 }  // namespace
 }  // namespace idem::gateway

@@ -6,6 +6,7 @@
 #define IDEM_GATEWAY_GATEWAY_CONTEXT_H_
 
 #include <atomic>
+#include <memory>
 #include <string>
 
 #include "gateway/asio_includes.h"
@@ -19,6 +20,9 @@ namespace idem::gateway {
 
 struct GatewayContext {
   const GatewayConfig& config;
+  // The settings requests are decided by (routes, require_key): config's at start, swapped whole
+  // by a reload (Server::Reload). A request loads it once and keeps that snapshot to its end.
+  std::atomic<std::shared_ptr<const GatewayConfig>> rules;
   KeyService& keys;
   ReplayCache& cache;
   Metrics& metrics;

@@ -64,6 +64,7 @@ class ServerImpl final : public Server {
              .metrics = metrics,
              .in_flight = in_flight_} {
     ctx_.owner = fmt::format("idem-serve-{}-{}", getpid(), NewUuidV7().substr(24));
+    ctx_.rules.store(std::make_shared<const GatewayConfig>(config));
   }
   ~ServerImpl() override { Shutdown(0ms); }
 
@@ -71,6 +72,7 @@ class ServerImpl final : public Server {
   std::string listen_address() const override { return listen_address_; }
   std::string admin_address() const override { return admin_address_; }
   void Shutdown(Millis drain) override;
+  absl::Status Reload(const GatewayConfig& next) override;
 
  private:
   asio::awaitable<void> AcceptLoop();
@@ -203,6 +205,18 @@ void ServerImpl::Shutdown(Millis drain) {
   }
   ctx_.keys.Shutdown();
   SettleHeldKeys();
+}
+
+absl::Status ServerImpl::Reload(const GatewayConfig& next) {
+  const std::shared_ptr<const GatewayConfig> running = ctx_.rules.load();
+  const std::vector<std::string> changed = RestartSettingsChanged(*running, next);
+  if (!changed.empty())
+    return absl::FailedPreconditionError(
+        fmt::format("{} changed, which only a restart applies (a reload swaps the routes and "
+                    "require_key)",
+                    fmt::join(changed, ", ")));
+  ctx_.rules.store(std::make_shared<const GatewayConfig>(next));
+  return absl::OkStatus();
 }
 
 // The keys still held at exit. A key whose request may have reached the upstream is never

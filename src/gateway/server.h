@@ -37,6 +37,13 @@ class Server {
   // `store`). Outcomes still unrecorded are logged by key and counted
   // (metrics.outcomes_abandoned). Idempotent.
   virtual void Shutdown(Millis drain) = 0;
+
+  // Swaps the routes and require_key for those of `next` (which must have passed
+  // ValidateConfig): requests read after the call are decided by them; requests already read
+  // finish under the routes they started with. Errors: FailedPrecondition naming every other
+  // setting `next` changes (only a restart applies them); nothing is swapped then.
+  // Thread-safety: may be called from any thread while the server runs.
+  virtual absl::Status Reload(const GatewayConfig& next) = 0;
 };
 
 // Binds the listeners and starts the io threads. `config` must have passed ValidateConfig.

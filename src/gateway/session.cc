@@ -141,8 +141,9 @@ struct Outcome {
 asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, hc::Stream& stream,
                                        beast::flat_buffer& buffer,
                                        http::request_parser<http::empty_body>& head,
-                                       std::vector<Header> headers, const Route& route,
-                                       const std::string& id, bool may_keep_alive) {
+                                       std::vector<Header> headers, const GatewayConfig& rules,
+                                       const Route& route, const std::string& id,
+                                       bool may_keep_alive) {
   const unsigned version = head.get().version();
   const bool keep_alive = head.get().keep_alive() && may_keep_alive && !ctx.draining;
   // Worded only when it is the answer: a status with a formatted message is two allocations.
@@ -184,7 +185,7 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
                          .target = request.target(),
                          .headers = &headers,
                          .body = request.body()};
-  absl::StatusOr<std::optional<GuardedRequest>> guarded = DecideGuarded(ctx.config, route, view);
+  absl::StatusOr<std::optional<GuardedRequest>> guarded = DecideGuarded(rules, route, view);
   GuardedAnswer answer;
   if (!guarded.ok()) {
     answer = {RequestProblem(guarded.status()), Decision::kInvalid};
@@ -214,8 +215,12 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
   std::vector<Header> headers = HeadersOf(head.get().base());
   const RequestView view{
       .method = head.get().method_string(), .target = head.get().target(), .headers = &headers};
+  // The routes this request is decided by, kept to its end: a reload (SIGHUP) meanwhile applies
+  // to later requests only.
+  const std::shared_ptr<const GatewayConfig> snapshot = ctx.rules.load();
+  const GatewayConfig& rules = snapshot != nullptr ? *snapshot : ctx.config;
   const HeadDecision decision =
-      unreadable.ok() ? DecideHead(ctx.config, view)
+      unreadable.ok() ? DecideHead(rules, view)
                       : HeadDecision{.kind = HeadDecision::Kind::kReject, .error = unreadable};
   switch (decision.kind) {
     case HeadDecision::Kind::kReject: {
@@ -236,7 +241,7 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
     case HeadDecision::Kind::kGuard:
       break;
   }
-  co_return co_await HandleGuarded(ctx, pool, stream, buffer, head, std::move(headers),
+  co_return co_await HandleGuarded(ctx, pool, stream, buffer, head, std::move(headers), rules,
                                    *decision.route, id, may_keep_alive);
 }
 

@@ -107,7 +107,7 @@ TEST_F(ServiceNotifyE2E, ServeKeepsServingAfterSighupAndSaysItDidNotReload) {
   std::unique_ptr<Child> serve = StartServe(admin);
   serve->Signal(SIGHUP);
   ASSERT_TRUE(Eventually([&] {
-    return ReadFile(dir_ + "/serve.log").find("SIGHUP: this version does not re-read") !=
+    return ReadFile(dir_ + "/serve.log").find("SIGHUP: nothing to reload") !=
            std::string::npos;
   })) << ReadFile(dir_ + "/serve.log");
   EXPECT_TRUE(serve->Running());
@@ -133,7 +133,7 @@ TEST_F(ServiceNotifyE2E, RelaySaysReadyKeepsRunningAfterSighupAndStopsAtSigterm)
   EXPECT_EQ(ready.rfind("READY=1\n", 0), 0u) << ready << ReadFile(dir_ + "/relay.log");
   relay->Signal(SIGHUP);
   ASSERT_TRUE(Eventually([&] {
-    return ReadFile(dir_ + "/relay.log").find("idem relay: SIGHUP: this version") !=
+    return ReadFile(dir_ + "/relay.log").find("idem relay: SIGHUP: nothing to reload") !=
            std::string::npos;
   })) << ReadFile(dir_ + "/relay.log");
   EXPECT_TRUE(relay->Running());
