@@ -7,6 +7,12 @@
 //                              POSTs received, charges created, requests held now, each POST's
 //                              Idempotency-Key, and each charge's (ch_N's is the Nth)
 //   POST /release/NAME         answers every request held under NAME
+//   GET  /charges/by-key/KEY   200 with the charge made under Idempotency-Key KEY (percent-
+//                              encoded), 404 when none was: a status URL for idem serve's
+//                              `recover = "status"`
+//
+// With --dedupe-keys, a POST whose Idempotency-Key already made a charge answers that charge again
+// (201, same body) and makes none: an upstream that deduplicates by key, for `recover = "resend"`.
 //
 // Knobs a test or a curious person sends as request headers on a POST:
 //   X-Charges-Delay-Ms: N      answer after N milliseconds
@@ -16,11 +22,13 @@
 //   X-Charges-Break: garbage   answer bytes that are not HTTP, then close
 //                              (both count as a call and create no charge)
 //
-// Usage: charges [--listen 127.0.0.1:9000]. One thread; stops on SIGTERM or SIGINT.
+// Usage: charges [--listen 127.0.0.1:9000] [--dedupe-keys]. One thread; stops on SIGTERM or
+// SIGINT.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +66,8 @@ struct Ledger {
   json::array keys;
   json::array charge_keys;  // the Idempotency-Key of each charge, in the order they were created
   std::map<std::string, std::vector<std::shared_ptr<asio::steady_timer>>> holds;
+  bool dedupe_keys = false;
+  std::map<std::string, Response> by_key;  // the answer of each key's charge
 };
 
 Response Json(const Request& req, http::status status, const json::value& body) {
@@ -91,8 +101,55 @@ asio::awaitable<void> Delay(Ledger& ledger, const Request& req) {
   }
 }
 
+// The key a request carries, without the quotes of a Structured Fields string.
+std::string KeyOf(const Request& req) {
+  std::string key = HeaderOr(req, "Idempotency-Key", "");
+  if (key.size() >= 2 && key.front() == '"' && key.back() == '"')
+    key = key.substr(1, key.size() - 2);
+  return key;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && HexDigit(s[i + 1]) >= 0 && HexDigit(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(HexDigit(s[i + 1]) * 16 + HexDigit(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+// The charge already made under the request's key, when keys are deduplicated.
+std::optional<Response> Charged(const Ledger& ledger, const Request& req) {
+  if (!ledger.dedupe_keys) return std::nullopt;
+  auto it = ledger.by_key.find(KeyOf(req));
+  if (KeyOf(req).empty() || it == ledger.by_key.end()) return std::nullopt;
+  Response res = it->second;
+  res.version(req.version());
+  return res;
+}
+
 asio::awaitable<Response> Handle(Ledger& ledger, const Request& req) {
   const std::string target(req.target());
+  if (req.method() == http::verb::get && target.rfind("/charges/by-key/", 0) == 0) {
+    auto it = ledger.by_key.find(PercentDecode(target.substr(16)));
+    if (it == ledger.by_key.end())
+      co_return Json(req, http::status::not_found, {{"error", "no charge under this key"}});
+    Response res = it->second;
+    res.result(http::status::ok);
+    res.version(req.version());
+    co_return res;
+  }
   if (req.method() == http::verb::get && target == "/stats") {
     co_return Json(req, http::status::ok,
                    {{"calls", ledger.calls},
@@ -115,7 +172,8 @@ asio::awaitable<Response> Handle(Ledger& ledger, const Request& req) {
     co_return Json(req, http::status::not_found, {{"error", "POST /charges, GET /stats"}});
   ++ledger.calls;
   ledger.keys.emplace_back(HeaderOr(req, "Idempotency-Key", ""));
-  co_await Delay(ledger, req);
+  co_await Delay(ledger, req);  // the knobs apply to a repeated key too
+  if (std::optional<Response> again = Charged(ledger, req)) co_return *std::move(again);
   if (!HeaderOr(req, "X-Charges-Break", "").empty()) co_return Response{};  // Serve breaks it
   const int status = std::atoi(HeaderOr(req, "X-Charges-Status", "0").c_str());
   if (status >= 100 && status <= 599)
@@ -127,6 +185,7 @@ asio::awaitable<Response> Handle(Ledger& ledger, const Request& req) {
       {{"id", "ch_" + std::to_string(n)}, {"charge", n}, {"request_bytes", req.body().size()}});
   res.set(http::field::location, "/charges/ch_" + std::to_string(n));
   res.set("X-Charge-Id", "ch_" + std::to_string(n));
+  if (const std::string key = KeyOf(req); !key.empty()) ledger.by_key.emplace(key, res);
   co_return res;
 }
 
@@ -170,7 +229,7 @@ asio::awaitable<void> Accept(Ledger& ledger, tcp::acceptor& acceptor) {
   }
 }
 
-int Run(const std::string& listen) {
+int Run(const std::string& listen, bool dedupe_keys) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos) {
     std::fprintf(stderr, "charges: --listen wants HOST:PORT, got '%s'\n", listen.c_str());
@@ -192,6 +251,7 @@ int Run(const std::string& listen) {
     return 1;
   }
   Ledger ledger;
+  ledger.dedupe_keys = dedupe_keys;
   asio::signal_set signals(ioc, SIGTERM, SIGINT);
   signals.async_wait([&](auto, int) { ioc.stop(); });
   asio::co_spawn(ioc, Accept(ledger, acceptor), asio::detached);
@@ -202,10 +262,13 @@ int Run(const std::string& listen) {
 
 }  // namespace
 
-constexpr const char* kUsage = R"(usage: charges [--listen HOST:PORT]   (default 127.0.0.1:9000)
+constexpr const char* kUsage = R"(usage: charges [--listen HOST:PORT] [--dedupe-keys]
+                                  (default 127.0.0.1:9000)
 
 A deliberately naive payments API: every POST creates a new charge.
   POST /charges          201 {"id":"ch_N",...}, Location and X-Charge-Id headers
+  GET  /charges/by-key/K 200 with the charge made under Idempotency-Key K, else 404
+  --dedupe-keys          a POST whose key made a charge answers it again, making none
   GET  /stats            {"calls":C,"charges":N,"held":H,"keys":[each POST's Idempotency-Key],
                           "charge_keys":[each charge's Idempotency-Key: ch_N's is the Nth]}
   POST /release/NAME     answers the requests held under NAME
@@ -219,10 +282,13 @@ Request headers that change a POST's answer:
 
 int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:9000";
+  bool dedupe_keys = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--listen" && i + 1 < argc) {
       listen = argv[++i];
+    } else if (arg == "--dedupe-keys") {
+      dedupe_keys = true;
     } else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -232,7 +298,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    return Run(listen);
+    return Run(listen, dedupe_keys);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "charges: %s\n", e.what());
     return 1;

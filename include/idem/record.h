@@ -55,7 +55,9 @@ struct KeyRecord {
   int64_t fence = 0;          // grows at every claim and takeover; guards every later write
   std::string owner;          // who holds an in_progress key
   int64_t lease_until_ms = 0; // an in_progress key whose lease has passed may be taken over
-  StoredResponse response;    // empty while in_progress
+  // completed, failed_final: the outcome. in_progress: the claim's note (LeaseWrite::response of
+  // a kClaim), empty unless the claimer wrote one.
+  StoredResponse response;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
   int64_t expires_ms = 0;     // at and after this instant the record counts as absent

@@ -102,6 +102,9 @@ struct KeyQuery {
   bool include_expired = false;       // also records that expired but are not swept yet
   std::optional<Scope> after;         // only scopes after this one, for paging
   int64_t limit = 100;                // 1 to 10000
+  // Only in_progress records whose lease has passed by the store's clock (the claims a takeover
+  // may win: their holder stopped heartbeating). Default false.
+  bool lapsed = false;
 };
 
 // One write of Store::ApplyLeaseBatch. Each kind means what the lease-mode call of the same name
@@ -118,7 +121,11 @@ struct LeaseWrite {
   bool unique_owner = false;
   Millis lease{0};          // kClaim, kHeartbeat: the lease runs to the store's now + lease
   int64_t fence = 0;        // every kind but kClaim: the fence the writer holds
-  StoredResponse response;  // kComplete, kFailFinal
+  // kComplete, kFailFinal: the outcome. kClaim: the claim's note, kept in the in_progress record
+  // it wins (KeyRecord::response, new or taken over; an empty one clears an older note) until its
+  // outcome replaces it; returned by Get and List. idem serve keeps there the request it forwards,
+  // to recover the claim if its holder dies (docs/gateway.md, "Recovering lapsed claims").
+  StoredResponse response;
 };
 
 struct LeaseWriteResult {

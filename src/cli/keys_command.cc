@@ -47,6 +47,7 @@ struct KeysFlags {
   // list
   std::optional<std::string> state, older_than, newer_than;
   bool include_expired = false;
+  bool lapsed = false;
   int64_t limit = 100;
   // show / purge
   std::string key;
@@ -113,6 +114,7 @@ absl::StatusOr<KeyQuery> MakeQuery(const KeysFlags& f, CLI::App* list) {
     *field = *d;
   }
   q.include_expired = f.include_expired;
+  q.lapsed = f.lapsed;
   return q;
 }
 
@@ -231,6 +233,8 @@ void AddKeysCommand(CLI::App& app, int& exit_code) {
   list->add_option("--older-than", f->older_than, "Only records created at least DUR ago");
   list->add_option("--newer-than", f->newer_than, "Only records created less than DUR ago");
   list->add_flag("--include-expired", f->include_expired, "Also expired, unswept records");
+  list->add_flag("--lapsed", f->lapsed,
+                 "Only in_progress records whose lease lapsed (what idem serve recovers)");
   list->add_option("--limit", f->limit, "At most N records (default 100; 0: all)");
   list->add_option("--format", f->format, "text (default) or json");
   list->callback([f, list, &exit_code] { exit_code = RunList(*f, list); });

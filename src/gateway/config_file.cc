@@ -134,7 +134,17 @@ absl::Status Reader::Route(const toml::table& table, gateway::Route& route) cons
       s = Statuses(node, key, route.final_statuses);
     else if (key == "transient_statuses")
       s = Statuses(node, key, route.transient_statuses);
-    else if (key != "key" && key != "key_pointer" && key != "in_flight")
+    else if (key == "recover" && (s = String(node, key, word)).ok()) {
+      if (word != "off" && word != "resend" && word != "status")
+        return Error(node, "recover must be \"off\", \"resend\" or \"status\"");
+      route.recover = word == "resend"   ? RecoverMode::kResend
+                      : word == "status" ? RecoverMode::kStatus
+                                         : RecoverMode::kOff;
+    } else if (key == "status_url")
+      s = String(node, key, route.status_url);
+    else if (key == "recovered_status")
+      s = Int(node, key, route.recovered_status);
+    else if (key != "key" && key != "key_pointer" && key != "in_flight" && key != "recover")
       return Error(k.source(), fmt::format("unknown route setting '{}'; see docs/gateway.md", key));
     if (!s.ok()) return s;
   }
@@ -189,6 +199,10 @@ absl::Status Reader::Top(const toml::table& table, GatewayConfig& config) const 
       s = Int(node, key, config.max_pending_outcomes);
     else if (key == "max_pending_bytes")
       s = Size(node, key, config.max_pending_bytes);
+    else if (key == "recover_interval")
+      s = Duration(node, key, config.recover_interval);
+    else if (key == "recover_attempts")
+      s = Int(node, key, config.recover_attempts);
     else if (key == "route") {
       const toml::array* routes = node.as_array();
       if (routes == nullptr || !routes->is_array_of_tables())

@@ -57,6 +57,19 @@ absl::Status ValidateRoute(const Route& route, Millis lease, size_t index) {
   }
   if (absl::Status s = ValidateStatuses(route.final_statuses, where + ": final statuses"); !s.ok())
     return s;
+  if (route.recover == RecoverMode::kStatus &&
+      (route.status_url.empty() || route.status_url.front() != '/' ||
+       route.status_url.find("{key}") == std::string::npos))
+    return Bad(
+        fmt::format("{}: recover = \"status\" needs a status_url starting with '/' that "
+                    "holds {{key}}, e.g. \"/charges/by-key/{{key}}\"",
+                    where));
+  if (route.recover != RecoverMode::kStatus &&
+      (!route.status_url.empty() || route.recovered_status != 0))
+    return Bad(fmt::format("{}: status_url and recovered_status need recover = \"status\"", where));
+  if (route.recovered_status != 0 && (route.recovered_status < 100 || route.recovered_status > 599))
+    return Bad(fmt::format("{}: recovered_status {} is not an HTTP status; use 100-599", where,
+                           route.recovered_status));
   return ValidateStatuses(route.transient_statuses, where + ": transient statuses");
 }
 
@@ -84,6 +97,8 @@ absl::Status ValidateSettings(const GatewayConfig& config) {
   if (config.record_wait <= 0ms) return Bad("--record-wait must be above 0");
   if (config.max_pending_outcomes < 1 || config.max_pending_bytes < 1)
     return Bad("--max-pending-outcomes and --max-pending-bytes must be 1 or more");
+  if (config.recover_interval <= 0ms || config.recover_attempts < 1)
+    return Bad("recover_interval must be above 0 and recover_attempts 1 or more");
   return absl::OkStatus();
 }
 
@@ -160,6 +175,8 @@ std::vector<std::string> RestartSettingsChanged(const GatewayConfig& a, const Ga
   check("record_wait", a.record_wait == b.record_wait);
   check("max_pending_outcomes", a.max_pending_outcomes == b.max_pending_outcomes);
   check("max_pending_bytes", a.max_pending_bytes == b.max_pending_bytes);
+  check("recover_interval", a.recover_interval == b.recover_interval);
+  check("recover_attempts", a.recover_attempts == b.recover_attempts);
   return changed;
 }
 

@@ -33,6 +33,14 @@ enum class KeySource {
   kJsonPointer,  // a string or number at Route::key_pointer in a JSON body
 };
 
+// How the completer drives a claim of the route whose holder died (lease lapsed) to a definitive
+// state without waiting for a client's retry (docs/gateway.md, "Recovering lapsed claims").
+enum class RecoverMode {
+  kOff,     // nothing: the key waits for a retry (default)
+  kResend,  // send the stored request again, same Idempotency-Key (an upstream that deduplicates)
+  kStatus,  // GET Route::status_url: 200 records that answer, 404 releases the key
+};
+
 struct Route {
   // Methods guarded (as sent, e.g. "POST"). Default: POST and PATCH.
   std::vector<std::string> methods = {"POST", "PATCH"};
@@ -48,6 +56,12 @@ struct Route {
   std::vector<std::string> replay_headers;  // replayed besides Content-Type and Location
   std::vector<int> final_statuses;          // stored and replayed even if transient by default
   std::vector<int> transient_statuses;      // never stored even if final by default
+  // Recovery of this route's lapsed claims; with it a claim also stores the forwarded request.
+  RecoverMode recover = RecoverMode::kOff;
+  // kStatus: the target asked on the upstream, "{key}" replaced by the percent-encoded key.
+  std::string status_url;
+  // kStatus: the status recorded instead of the status URL's 200 (e.g. 201); 0: keep 200.
+  int recovered_status = 0;
 
   bool operator==(const Route&) const = default;
 };
@@ -84,7 +98,11 @@ struct GatewayConfig {
   // bound a new guarded request gets 503 before anything is forwarded.
   int max_pending_outcomes = 10000;
   int64_t max_pending_bytes = 64 << 20;
-  std::vector<Route> routes;  // first match wins; empty: one default route
+  std::vector<Route> routes;    // first match wins; empty: one default route
+  // The completer (routes with `recover`): how often each gateway looks for lapsed claims, and
+  // the most recovery attempts one key gets before it is recorded failed_final.
+  Millis recover_interval = 5s;
+  int recover_attempts = 10;
 };
 
 // Returns the route guarding `method` and `target`, or nullptr when the request passes through.

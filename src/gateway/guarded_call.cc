@@ -19,6 +19,7 @@
 #include "gateway/pending_outcome.h"
 #include "gateway/problem_json.h"
 #include "gateway/record_outcome.h"
+#include "gateway/recovery_note.h"
 #include "idem/retry/backoff.h"
 #include "idem/retry/deadline.h"
 
@@ -229,6 +230,9 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
     co_return GuardedAnswer{TooManyPendingResponse(), Decision::kStoreUnavailable};
   const auto wait_until =
       Steady::now() + (route.in_flight == InFlightPolicy::kWait ? route.wait_max : Millis(0));
+  // A route that recovers lapsed claims stores the request with its claim (recovery_note.h).
+  const StoredResponse note =
+      route.recover != RecoverMode::kOff ? EncodeNote(NoteOf(request)) : StoredResponse{};
   for (;;) {
     const auto sent = Steady::now();
     // GCC 12 miscompiles aggregate temporaries inside co_await expressions: name them first.
@@ -236,7 +240,8 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
              .scope = guarded.scope,
              .fingerprint = guarded.fingerprint,
              .owner = OwnerOf(ctx, request_id),
-             .lease = ctx.config.lease};
+             .lease = ctx.config.lease,
+             .response = note};
     KeyOpResult claim = co_await AwaitKeyOp(ctx, std::move(op));
     if (absl::IsUnavailable(claim.status) || absl::IsDeadlineExceeded(claim.status)) {
       std::optional<KeyRecord> ours = co_await ResolveClaim(ctx, guarded, OwnerOf(ctx, request_id),

@@ -130,6 +130,21 @@ std::string Metrics::Render() const {
       "# TYPE idem_outcomes_abandoned_total counter\nidem_outcomes_abandoned_total {}\n",
       outcomes_pending.load(), pending_bytes.load(), record_retries.load(),
       outcomes_abandoned.load());
+  out += fmt::format(
+      "# HELP idem_recovery_scans_total Lists of lapsed claims the completer read from the "
+      "store.\n"
+      "# TYPE idem_recovery_scans_total counter\nidem_recovery_scans_total {}\n"
+      "# HELP idem_recovery_attempts_total Lapsed claims the completer took over and asked the "
+      "upstream about.\n"
+      "# TYPE idem_recovery_attempts_total counter\nidem_recovery_attempts_total {}\n"
+      "# HELP idem_recovered_keys_total Lapsed claims the completer settled, by result.\n"
+      "# TYPE idem_recovered_keys_total counter\n",
+      recovery_scans.load(), recovery_attempts.load());
+  static constexpr std::string_view kRecovered[] = {"completed", "failed_final", "released",
+                                                    "exhausted"};
+  for (size_t i = 0; i < recovered.size(); ++i)
+    out += fmt::format("idem_recovered_keys_total{{result=\"{}\"}} {}\n", kRecovered[i],
+                       recovered[i].load());
   return out;
 }
 

@@ -94,6 +94,15 @@ class Metrics final {
   std::atomic<int64_t> pending_bytes{0};
   std::atomic<uint64_t> record_retries{0};
   std::atomic<uint64_t> outcomes_abandoned{0};
+  // The completer (completer.h): lists of lapsed claims read from the store, recovery attempts
+  // made (takeovers that asked the upstream), and keys it settled, by how.
+  enum class Recovered { kCompleted, kFailedFinal, kReleased, kExhausted, kCount };
+  std::atomic<uint64_t> recovery_scans{0};
+  std::atomic<uint64_t> recovery_attempts{0};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(Recovered::kCount)> recovered{};
+  void CountRecovered(Recovered how) {
+    recovered[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
+  }
 
   // Returns every metric in the Prometheus text format.
   std::string Render() const;

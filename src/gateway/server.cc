@@ -17,6 +17,7 @@
 #pragma GCC diagnostic pop
 
 #include "gateway/admin.h"
+#include "gateway/completer.h"
 #include "gateway/forward.h"
 #include "gateway/gateway_context.h"
 #include "gateway/lease_ticker.h"
@@ -78,12 +79,14 @@ class ServerImpl final : public Server {
   asio::awaitable<void> AcceptLoop();
   void SettleHeldKeys();
   absl::Status MakeUpstreamPools(const UpstreamTarget& target);
+  void StartCompleter();
 
   Store& store_;
   InFlight in_flight_;
   ReplayCache cache_;
   GatewayContext ctx_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<Worker> completer_;  // the completer's own thread
   std::optional<tcp::acceptor> acceptor_;
   std::optional<tcp::acceptor> admin_;
   std::string listen_address_;
@@ -101,6 +104,8 @@ absl::Status ServerImpl::Init() {
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
   asio::io_context& first = workers_.front()->ioc;
+  // Always: a reload may add the first route that recovers (the loop reads nothing until then).
+  completer_ = std::make_unique<Worker>();
   if (absl::Status s = MakeUpstreamPools(*target); !s.ok()) return s;
   acceptor_.emplace(first);
   if (absl::Status s = Listen(*acceptor_, *listen, "--listen"); !s.ok()) return s;
@@ -121,7 +126,15 @@ absl::Status ServerImpl::Init() {
       ioc->run();
     });
   }
+  StartCompleter();
   return absl::OkStatus();
+}
+
+// The completer runs on a thread of its own: its store reads block, and no client waits on it.
+void ServerImpl::StartCompleter() {
+  if (!completer_) return;
+  asio::co_spawn(completer_->ioc, RunCompleter(ctx_, completer_->pool, store_), LogException);
+  completer_->thread = std::thread([ioc = &completer_->ioc] { ioc->run(); });
 }
 
 // One pool per io thread on that thread's executor, so a connection is only ever used there. The
@@ -148,6 +161,12 @@ absl::Status ServerImpl::MakeUpstreamPools(const UpstreamTarget& target) {
     auto pool = ::idem::http::ConnectionPool::Create(w->ioc.get_executor(), target.origin, options);
     if (!pool.ok()) return pool.status();
     w->pool = UpstreamPool{.target = target, .pool = *std::move(pool)};
+  }
+  if (completer_) {
+    auto pool = ::idem::http::ConnectionPool::Create(completer_->ioc.get_executor(), target.origin,
+                                                     options);
+    if (!pool.ok()) return pool.status();
+    completer_->pool = UpstreamPool{.target = target, .pool = *std::move(pool)};
   }
   return absl::OkStatus();
 }
@@ -202,6 +221,12 @@ void ServerImpl::Shutdown(Millis drain) {
   for (auto& w : workers_) w->ioc.stop();
   for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.join();
+  }
+  if (completer_) {
+    // A recovery cut short here leaves its key held until the lease lapses; a later pass (of any
+    // gateway) takes it on.
+    completer_->ioc.stop();
+    if (completer_->thread.joinable()) completer_->thread.join();
   }
   ctx_.keys.Shutdown();
   SettleHeldKeys();

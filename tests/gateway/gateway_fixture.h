@@ -63,10 +63,10 @@ class GatewayFixture : public ::testing::Test {
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
     charges_port_ = FreePort();
-    charges_ = std::make_unique<Child>(
-        std::vector<std::string>{CHARGES_BINARY, "--listen",
-                                 "127.0.0.1:" + std::to_string(charges_port_)},
-        dir_ + "/charges.log");
+    std::vector<std::string> charges_argv = {CHARGES_BINARY, "--listen",
+                                             "127.0.0.1:" + std::to_string(charges_port_)};
+    charges_argv.insert(charges_argv.end(), charges_flags_.begin(), charges_flags_.end());
+    charges_ = std::make_unique<Child>(charges_argv, dir_ + "/charges.log");
     ASSERT_TRUE(Eventually([&] { return Send(charges_port_, "GET", "/stats").status == 200; }));
     if (OnPostgres()) {
 #ifdef IDEM_E2E_WITH_POSTGRES
@@ -192,6 +192,7 @@ class GatewayFixture : public ::testing::Test {
 
   std::string dir_, store_;
   std::vector<std::string> launcher_;  // put before the idem command line (e.g. prlimit ... --)
+  std::vector<std::string> charges_flags_;  // given to examples/charges (set before SetUp)
   int charges_port_ = 0, port_ = 0, admin_port_ = 0;
   std::unique_ptr<Child> charges_, gateway_;
 };

@@ -56,11 +56,15 @@ KeyRecord FreshClaim(const LeaseWrite& write, int64_t now, Millis retention) {
   record.created_ms = now;
   record.updated_ms = now;
   record.expires_ms = std::max(now + retention.count(), record.lease_until_ms);
+  record.response = write.response;  // the claim's note
   return record;
 }
 
-// `live` taken over by `owner` for `lease` (fence 0: a new fence above live's, drawn by Put).
-KeyRecord TakenOver(KeyRecord live, const std::string& owner, Millis lease, int64_t now) {
+// `live` taken over by `owner` for `lease` (fence 0: a new fence above live's, drawn by Put),
+// with the taker's claim note (an empty one clears the lapsed holder's).
+KeyRecord TakenOver(KeyRecord live, const std::string& owner, Millis lease, int64_t now,
+                    StoredResponse note = {}) {
+  live.response = std::move(note);
   live.fence = 0;
   live.owner = owner;
   live.lease_until_ms = now + lease.count();
@@ -92,7 +96,7 @@ LeaseWriteResult Claim(Keyspace& keyspace, const LeaseRules& rules, const LeaseW
         result.record = live;
         return result;
       }
-      next = TakenOver(live, write.owner, write.lease, now);
+      next = TakenOver(live, write.owner, write.lease, now, write.response);
       result.taken_over = true;
     } else {
       next = FreshClaim(write, now, rules.retention);

@@ -34,6 +34,7 @@ bool Selected(const KeyRecord& r, const KeyQuery& q, int64_t now) {
   if (q.newer_than && r.created_ms <= now - q.newer_than->count()) return false;
   if (q.after && std::tie(r.scope.tenant, r.scope.key) <= std::tie(q.after->tenant, q.after->key))
     return false;
+  if (q.lapsed && (r.state != KeyState::kInProgress || r.lease_until_ms > now)) return false;
   return true;
 }
 

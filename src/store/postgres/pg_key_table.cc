@@ -40,6 +40,13 @@ std::string What(std::string_view operation, const Scope& scope) {
   return fmt::format("{} of key '{}' (tenant '{}')", operation, scope.key, scope.tenant);
 }
 
+// The note's columns as parameters: status, headers, body.
+int64_t NoteStatus(const ClaimParams& p) { return p.note != nullptr ? p.note->status : 0; }
+Blob NoteHeaders(const ClaimParams& p) {
+  return Blob{p.note != nullptr ? EncodeHeaders(p.note->headers) : std::string()};
+}
+Blob NoteBody(const ClaimParams& p) { return Blob{p.note != nullptr ? p.note->body : ""}; }
+
 absl::StatusOr<std::optional<KeyRecord>> InsertClaim(PgConnection& conn, const ClaimParams& p) {
   IDEM_ASSIGN_OR_RETURN(Result result, conn.Run(InsertClaimStatement(p)));
   return FirstRecord(result);
@@ -63,23 +70,24 @@ Statement ReplaceExpiredStatement(const ClaimParams& p, int64_t expected_fence) 
   return {
       "UPDATE idem_keys SET fingerprint = $3, state = 1, fence = nextval('idem_fence_seq'), "
       "owner = $4, "
-      "lease_until_ms = $6, status = 0, headers = '', body = '', created_ms = $5, "
+      "lease_until_ms = $6, status = $9, headers = $10, body = $11, created_ms = $5, "
       "updated_ms = $5, expires_ms = $7 "
       "WHERE tenant = $1 AND key = $2 AND fence = $8 AND expires_ms <= $5 "
       "RETURNING" IDEM_PG_KEY_COLUMNS,
       {p.scope.tenant, p.scope.key, p.fingerprint, p.owner, p.now_ms, p.lease_until_ms,
-       p.expires_ms, expected_fence},
+       p.expires_ms, expected_fence, NoteStatus(p), NoteHeaders(p), NoteBody(p)},
       What("claim (replacing an expired record)", p.scope)};
 }
 
 Statement TakeOverLapsedStatement(const ClaimParams& p, int64_t expected_fence) {
   return {
       "UPDATE idem_keys SET fence = nextval('idem_fence_seq'), owner = $3, "
-      "lease_until_ms = $5, updated_ms = $4, expires_ms = GREATEST(expires_ms, $5) "
+      "lease_until_ms = $5, updated_ms = $4, expires_ms = GREATEST(expires_ms, $5), "
+      "status = $8, headers = $9, body = $10 "
       "WHERE tenant = $1 AND key = $2 AND fence = $6 AND state = 1 AND fingerprint = $7 "
       "AND lease_until_ms <= $4 AND expires_ms > $4 RETURNING" IDEM_PG_KEY_COLUMNS,
       {p.scope.tenant, p.scope.key, p.owner, p.now_ms, p.lease_until_ms, expected_fence,
-       p.fingerprint},
+       p.fingerprint, NoteStatus(p), NoteHeaders(p), NoteBody(p)},
       What("takeover", p.scope)};
 }
 
@@ -104,11 +112,11 @@ int64_t RowsChanged(const Result& result) {
 Statement InsertClaimStatement(const ClaimParams& p) {
   return {
       "INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
-      "lease_until_ms, created_ms, updated_ms, expires_ms) "
-      "VALUES ($1, $2, $3, 1, nextval('idem_fence_seq'), $4, $6, $5, $5, $7) "
+      "lease_until_ms, created_ms, updated_ms, expires_ms, status, headers, body) "
+      "VALUES ($1, $2, $3, 1, nextval('idem_fence_seq'), $4, $6, $5, $5, $7, $8, $9, $10) "
       "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_PG_KEY_COLUMNS,
       {p.scope.tenant, p.scope.key, p.fingerprint, p.owner, p.now_ms, p.lease_until_ms,
-       p.expires_ms},
+       p.expires_ms, NoteStatus(p), NoteHeaders(p), NoteBody(p)},
       What("claim", p.scope)};
 }
 
@@ -238,6 +246,7 @@ absl::StatusOr<std::vector<KeyRecord>> SelectMany(PgConnection& conn, const KeyQ
     add(" AND (tenant COLLATE \"C\", key COLLATE \"C\") > (${}", query.after->tenant);
     add(", ${})", query.after->key);
   }
+  if (query.lapsed) sql += " AND state = 1 AND lease_until_ms <= $1";
   sql += " ORDER BY tenant COLLATE \"C\", key COLLATE \"C\" LIMIT $2";
   IDEM_ASSIGN_OR_RETURN(Result result, conn.Run(sql, params, "listing of keys"));
   return Records(result);

@@ -23,6 +23,9 @@ struct ClaimParams {
   int64_t now_ms = 0;
   int64_t lease_until_ms = 0;
   int64_t expires_ms = 0;
+  // The claim's note (LeaseWrite::response of a kClaim), written by every claim and takeover;
+  // null: none, an empty note. Not owned.
+  const StoredResponse* note = nullptr;
 };
 
 // Claims the key: INSERT … ON CONFLICT DO NOTHING; when a row is there, reads it: an expired one
@@ -58,7 +61,8 @@ absl::StatusOr<int64_t> DeleteClaim(PgConnection& conn, const Scope& scope, int6
 // Deletes at most `max_rows` records that are expired when deleted, skipping rows a claim holds.
 absl::StatusOr<int64_t> DeleteExpired(PgConnection& conn, int64_t now_ms, int64_t max_rows);
 
-// The records `query` selects (checked by the caller), in (tenant, key) order.
+// The records `query` selects (checked by the caller), in (tenant, key) order. KeyQuery::lapsed
+// reads the in_progress rows through the partial index idem_keys_in_progress (migration 6).
 absl::StatusOr<std::vector<KeyRecord>> SelectMany(PgConnection& conn, const KeyQuery& query,
                                                   int64_t now_ms);
 

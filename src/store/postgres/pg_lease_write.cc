@@ -49,9 +49,13 @@ absl::Status CheckWrite(const LeaseWrite& write) {
 
 ClaimParams ClaimAt(const LeaseWrite& write, int64_t now, Millis retention) {
   const int64_t until = now + write.lease.count();
-  return {write.scope, write.fingerprint,
-          write.owner, now,
-          until,       std::max(now + retention.count(), until)};
+  return {.scope = write.scope,
+          .fingerprint = write.fingerprint,
+          .owner = write.owner,
+          .now_ms = now,
+          .lease_until_ms = until,
+          .expires_ms = std::max(now + retention.count(), until),
+          .note = &write.response};
 }
 
 KeyState FinalState(const LeaseWrite& write) {

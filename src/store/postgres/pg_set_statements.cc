@@ -117,26 +117,39 @@ absl::StatusOr<int64_t> ReadNow(const Result& result) {
 Statement InsertClaimsStatement(std::span<const LeaseWrite* const> claims,
                                 std::optional<int64_t> now_ms, Millis retention) {
   TextArray tenants, keys, fingerprints, owners;
-  IntArray leases;
+  IntArray leases, statuses, header_at, header_len, body_at, body_len;
+  std::string headers, bodies;  // the claims' notes, cut by offsets as the outcomes' are
   for (const LeaseWrite* claim : claims) {
     tenants.Add(claim->scope.tenant);
     keys.Add(claim->scope.key);
     fingerprints.Add(claim->fingerprint);
     owners.Add(claim->owner);
     leases.Add(claim->lease.count());
+    statuses.Add(claim->response.status);
+    const std::string encoded = EncodeHeaders(claim->response.headers);
+    header_at.Add(static_cast<int64_t>(headers.size()) + 1);  // substring counts from 1
+    header_len.Add(static_cast<int64_t>(encoded.size()));
+    headers += encoded;
+    body_at.Add(static_cast<int64_t>(bodies.size()) + 1);
+    body_len.Add(static_cast<int64_t>(claim->response.body.size()));
+    bodies += claim->response.body;
   }
   // Rows go in ordinal order, so an INSERT that waits for another claimer's row holds only rows
   // before it in the lock order. The record is kept until the retention ends, and at least as long
   // as the lease.
   return {"INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, lease_until_ms, "
-          "created_ms, updated_ms, expires_ms) "
+          "created_ms, updated_ms, expires_ms, status, headers, body) "
           "SELECT u.t, u.k, u.f, 1, nextval('idem_fence_seq'), u.o, c.ms + u.l, c.ms, c.ms, "
-          "GREATEST(c.ms + $7, c.ms + u.l) FROM unnest($1::text[], $2::text[], $3::text[], "
-          "$4::text[], $5::bigint[]) WITH ORDINALITY AS u(t, k, f, o, l, n) "
+          "GREATEST(c.ms + $7, c.ms + u.l), u.st, substring($13::bytea FROM u.ha FOR u.hl), "
+          "substring($14::bytea FROM u.ba FOR u.bl) FROM unnest($1::text[], $2::text[], "
+          "$3::text[], $4::text[], $5::bigint[], $8::int[], $9::int[], $10::int[], $11::int[], "
+          "$12::int[]) WITH ORDINALITY AS u(t, k, f, o, l, st, ha, hl, ba, bl, n) "
           "CROSS JOIN " IDEM_PG_BATCH_NOW(6) " ORDER BY u.n "
           "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_PG_KEY_COLUMNS,
           Params(tenants.Take(), keys.Take(), fingerprints.Take(), owners.Take(), leases.Take(),
-                 NowParam(now_ms), retention.count()),
+                 NowParam(now_ms), retention.count(), statuses.Take(), header_at.Take(),
+                 header_len.Take(), body_at.Take(), body_len.Take(), Blob{std::move(headers)},
+                 Blob{std::move(bodies)}),
           What("claim", claims.size())};
 }
 

@@ -18,6 +18,7 @@ namespace {
 #define IDEM_KEY_COLUMNS                                                                 \
   " tenant, key, fingerprint, state, fence, owner, lease_until, status, headers, body, " \
   "created, updated, expires "
+static_assert(std::string_view(IDEM_KEY_COLUMNS) == std::string_view(kKeyColumns));
 
 absl::StatusOr<KeyState> StateFromText(std::string_view text) {
   if (text == "in_progress") return KeyState::kInProgress;
@@ -25,25 +26,6 @@ absl::StatusOr<KeyState> StateFromText(std::string_view text) {
   if (text == "failed_final") return KeyState::kFailedFinal;
   return absl::DataLossError(
       fmt::format("a stored record has the unknown state '{}'; delete the record", text));
-}
-
-// Reads a row selected with IDEM_KEY_COLUMNS.
-absl::StatusOr<KeyRecord> ReadRecord(const Statement& row) {
-  KeyRecord record;
-  record.scope.tenant = row.ColumnBytes(0);
-  record.scope.key = row.ColumnBytes(1);
-  record.fingerprint = row.ColumnBytes(2);
-  IDEM_ASSIGN_OR_RETURN(record.state, StateFromText(row.ColumnBytes(3)));
-  record.fence = row.ColumnInt(4);
-  record.owner = row.ColumnBytes(5);
-  record.lease_until_ms = row.ColumnInt(6);
-  record.response.status = static_cast<int>(row.ColumnInt(7));
-  IDEM_ASSIGN_OR_RETURN(record.response.headers, DecodeHeaders(row.ColumnBytes(8)));
-  record.response.body = row.ColumnBytes(9);
-  record.created_ms = row.ColumnInt(10);
-  record.updated_ms = row.ColumnInt(11);
-  record.expires_ms = row.ColumnInt(12);
-  return record;
 }
 
 // Steps `stmt` once: the record it returned, or nullopt when it returned no row.
@@ -67,17 +49,6 @@ absl::Status BindScope(Statement& stmt, const Scope& scope) {
   return stmt.BindText(2, scope.key);
 }
 
-// Binds the host clock to ?index (its boot) and ?index+1 (its reading); NULL for neither when
-// there is no host clock.
-absl::Status BindHost(Statement& stmt, int index, HostTime host) {
-  if (host.boot.empty()) {
-    IDEM_RETURN_IF_ERROR(stmt.BindNull(index));
-    return stmt.BindNull(index + 1);
-  }
-  IDEM_RETURN_IF_ERROR(stmt.BindText(index, host.boot));
-  return stmt.BindInt(index + 1, host.millis);
-}
-
 // Binds ?1..?7 of a claim: tenant, key, fingerprint, owner, now, lease_until, expires; and ?10,
 // ?11: the host clock's boot and reading.
 absl::Status BindClaim(Statement& stmt, const ClaimParams& p) {
@@ -90,7 +61,46 @@ absl::Status BindClaim(Statement& stmt, const ClaimParams& p) {
   return BindHost(stmt, 10, p.host);
 }
 
+// Binds ?12..?14, the claim's note: status, `headers` (its encoding, which the caller keeps alive
+// while the statement runs) and body.
+absl::Status BindNote(Statement& stmt, const ClaimParams& p, const std::string& headers) {
+  IDEM_RETURN_IF_ERROR(stmt.BindInt(12, p.note != nullptr ? p.note->status : 0));
+  IDEM_RETURN_IF_ERROR(stmt.BindBlob(13, headers));
+  return stmt.BindBlob(14, p.note != nullptr ? std::string_view(p.note->body) : "");
+}
+
+std::string NoteHeaders(const ClaimParams& p) {
+  return p.note != nullptr ? EncodeHeaders(p.note->headers) : std::string();
+}
+
 }  // namespace
+
+absl::StatusOr<KeyRecord> ReadRecord(const Statement& row) {
+  KeyRecord record;
+  record.scope.tenant = row.ColumnBytes(0);
+  record.scope.key = row.ColumnBytes(1);
+  record.fingerprint = row.ColumnBytes(2);
+  IDEM_ASSIGN_OR_RETURN(record.state, StateFromText(row.ColumnBytes(3)));
+  record.fence = row.ColumnInt(4);
+  record.owner = row.ColumnBytes(5);
+  record.lease_until_ms = row.ColumnInt(6);
+  record.response.status = static_cast<int>(row.ColumnInt(7));
+  IDEM_ASSIGN_OR_RETURN(record.response.headers, DecodeHeaders(row.ColumnBytes(8)));
+  record.response.body = row.ColumnBytes(9);
+  record.created_ms = row.ColumnInt(10);
+  record.updated_ms = row.ColumnInt(11);
+  record.expires_ms = row.ColumnInt(12);
+  return record;
+}
+
+absl::Status BindHost(Statement& stmt, int index, HostTime host) {
+  if (host.boot.empty()) {
+    IDEM_RETURN_IF_ERROR(stmt.BindNull(index));
+    return stmt.BindNull(index + 1);
+  }
+  IDEM_RETURN_IF_ERROR(stmt.BindText(index, host.boot));
+  return stmt.BindInt(index + 1, host.millis);
+}
 
 absl::StatusOr<int64_t> NextFence(Connection& conn) {
   IDEM_ASSIGN_OR_RETURN(Statement stmt, conn.Prepare("SELECT last + 1 FROM idem_fence"));
@@ -116,13 +126,15 @@ absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const Cla
                                                      int64_t fence) {
   // No RETURNING: SQLite would buffer the returned row in a temporary table at every claim. The
   // new record is exactly the values inserted, so it is built from them.
+  const std::string note_headers = NoteHeaders(p);  // the statement borrows it
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
-                   "lease_until, created, updated, expires, lease_boot, lease_host) "
-                   "VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7, ?10, ?11 + ?6 - ?5) "
-                   "ON CONFLICT (tenant, key) DO NOTHING"));
+                   "lease_until, created, updated, expires, lease_boot, lease_host, status, "
+                   "headers, body) VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7, "
+                   "?10, ?11 + ?6 - ?5, ?12, ?13, ?14) ON CONFLICT (tenant, key) DO NOTHING"));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
+  IDEM_RETURN_IF_ERROR(BindNote(stmt, p, note_headers));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(8, fence));
   IDEM_ASSIGN_OR_RETURN(int64_t inserted, StepChanges(conn, stmt));
   if (inserted != 1) return std::nullopt;
@@ -136,6 +148,7 @@ absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const Cla
   record->created_ms = p.now_ms;
   record->updated_ms = p.now_ms;
   record->expires_ms = p.expires_ms;
+  if (p.note != nullptr) record->response = *p.note;
   return record;
 }
 
@@ -155,16 +168,18 @@ absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const 
 
 absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(Connection& conn, const ClaimParams& p,
                                                         int64_t expected_fence, int64_t fence) {
+  const std::string note_headers = NoteHeaders(p);  // the statement borrows it
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("UPDATE idem_keys SET fence = ?9, owner = ?4, lease_until = ?6, "
                    "updated = ?5, expires = max(expires, ?6), lease_boot = ?10, "
-                   "lease_host = ?11 + ?6 - ?5 "
+                   "lease_host = ?11 + ?6 - ?5, status = ?12, headers = ?13, body = ?14 "
                    "WHERE tenant = ?1 AND key = ?2 AND fence = ?8 AND state = 'in_progress' "
                    "AND fingerprint = ?3 AND expires > ?5 AND (CASE WHEN lease_boot = ?10 "
                    "THEN lease_host <= ?11 ELSE lease_until <= ?5 END) "
                    "RETURNING" IDEM_KEY_COLUMNS));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
+  IDEM_RETURN_IF_ERROR(BindNote(stmt, p, note_headers));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(8, expected_fence));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(9, fence));
   return StepRecord(stmt);
@@ -186,16 +201,18 @@ namespace {
 absl::StatusOr<std::optional<UpsertedClaim>> ReclaimExisting(Connection& conn,
                                                              const ClaimParams& p, int64_t fence) {
   // The SET expressions read the old row: an expired one is replaced whole, a lapsed one keeps
-  // its created time and at least its expiry. An in_progress row has no response to clear.
+  // its created time and at least its expiry. Both get the claim's note.
+  const std::string note_headers = NoteHeaders(p);  // the statement borrows it
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
-                   "lease_until, created, updated, expires, lease_boot, lease_host) "
-                   "VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7, ?10, ?11 + ?6 - ?5) "
+                   "lease_until, created, updated, expires, lease_boot, lease_host, status, "
+                   "headers, body) VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7, "
+                   "?10, ?11 + ?6 - ?5, ?12, ?13, ?14) "
                    "ON CONFLICT (tenant, key) DO UPDATE SET fingerprint = ?3, "
                    "state = 'in_progress', fence = ?8, owner = ?4, lease_until = ?6, "
                    "lease_boot = ?10, lease_host = ?11 + ?6 - ?5, "
-                   "status = 0, headers = x'', body = x'', "
+                   "status = ?12, headers = ?13, body = ?14, "
                    "created = CASE WHEN expires <= ?5 THEN ?5 ELSE created END, updated = ?5, "
                    "expires = CASE WHEN expires <= ?5 THEN ?7 ELSE max(expires, ?6) END "
                    "WHERE expires <= ?5 OR (state = 'in_progress' AND fingerprint = ?3 AND "
@@ -203,6 +220,7 @@ absl::StatusOr<std::optional<UpsertedClaim>> ReclaimExisting(Connection& conn,
                    "END)) "
                    "RETURNING created, expires"));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
+  IDEM_RETURN_IF_ERROR(BindNote(stmt, p, note_headers));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(8, fence));
   IDEM_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
   if (!has_row) return std::nullopt;
@@ -221,6 +239,7 @@ absl::StatusOr<std::optional<UpsertedClaim>> ReclaimExisting(Connection& conn,
   record.owner = p.owner;
   record.lease_until_ms = p.lease_until_ms;
   record.updated_ms = p.now_ms;
+  if (p.note != nullptr) record.response = *p.note;
   return won;
 }
 
@@ -310,43 +329,6 @@ absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, HostTime
   IDEM_RETURN_IF_ERROR(stmt.BindInt(2, max_rows));
   IDEM_RETURN_IF_ERROR(BindHost(stmt, 3, host));
   return StepChanges(conn, stmt);
-}
-
-absl::StatusOr<std::vector<KeyRecord>> SelectMany(Connection& conn, const KeyQuery& query,
-                                                  int64_t now_ms) {
-  // Fixed parameters: ?1 now, ?2 limit; then one per filter that is set, in this order.
-  std::string sql = "SELECT" IDEM_KEY_COLUMNS "FROM idem_keys WHERE 1";
-  int next = 3;
-  const auto add = [&](std::string_view condition) {
-    sql += fmt::format(fmt::runtime(condition), next, next + 1);
-    next += condition.find("{1}") != std::string_view::npos ? 2 : 1;
-  };
-  if (!query.include_expired) sql += " AND expires > ?1";
-  if (query.tenant) add(" AND tenant = ?{0}");
-  if (query.state) add(" AND state = ?{0}");
-  if (query.older_than) add(" AND created <= ?1 - ?{0}");
-  if (query.newer_than) add(" AND created > ?1 - ?{0}");
-  if (query.after) add(" AND (tenant, key) > (?{0}, ?{1})");
-  sql += " ORDER BY tenant, key LIMIT ?2";
-  IDEM_ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(sql));
-  IDEM_RETURN_IF_ERROR(stmt.BindInt(1, now_ms));
-  IDEM_RETURN_IF_ERROR(stmt.BindInt(2, query.limit));
-  int i = 3;
-  if (query.tenant) IDEM_RETURN_IF_ERROR(stmt.BindText(i++, *query.tenant));
-  if (query.state) IDEM_RETURN_IF_ERROR(stmt.BindText(i++, KeyStateName(*query.state)));
-  if (query.older_than) IDEM_RETURN_IF_ERROR(stmt.BindInt(i++, query.older_than->count()));
-  if (query.newer_than) IDEM_RETURN_IF_ERROR(stmt.BindInt(i++, query.newer_than->count()));
-  if (query.after) {
-    IDEM_RETURN_IF_ERROR(stmt.BindText(i++, query.after->tenant));
-    IDEM_RETURN_IF_ERROR(stmt.BindText(i++, query.after->key));
-  }
-  std::vector<KeyRecord> records;
-  while (true) {
-    IDEM_ASSIGN_OR_RETURN(bool has_row, stmt.Step());
-    if (!has_row) return records;
-    IDEM_ASSIGN_OR_RETURN(KeyRecord record, ReadRecord(stmt));
-    records.push_back(std::move(record));
-  }
 }
 
 absl::StatusOr<int64_t> DeleteAny(Connection& conn, const Scope& scope) {

@@ -38,6 +38,9 @@ struct ClaimParams {
   // The host clock at now_ms; the lease ends at host.millis + (lease_until_ms - now_ms) on it.
   // An empty boot: the lease runs on the wall clock alone.
   HostTime host = {};
+  // The claim's note (LeaseWrite::response of a kClaim), written by every claim and takeover
+  // (ReplaceExpired clears it); null: none, an empty note.
+  const StoredResponse* note = nullptr;
 };
 
 // Fences (idem/store.h, "Fences"): one store-wide counter, table idem_fence. NextFence reads the
@@ -98,9 +101,21 @@ absl::StatusOr<int64_t> DeleteClaim(Connection& conn, const Scope& scope, int64_
 absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, HostTime host,
                                       int64_t max_rows);
 
-// The records `query` selects (checked by the caller), in (tenant, key) order.
+// The records `query` selects (checked by the caller), in (tenant, key) order; `host` is the host
+// clock at now_ms, for KeyQuery::lapsed (key_table_query.cc).
 absl::StatusOr<std::vector<KeyRecord>> SelectMany(Connection& conn, const KeyQuery& query,
-                                                  int64_t now_ms);
+                                                  int64_t now_ms, HostTime host);
+
+// The columns every SELECT or RETURNING of a whole record names, in ReadRecord's order.
+inline constexpr const char* kKeyColumns =
+    " tenant, key, fingerprint, state, fence, owner, lease_until, status, headers, body, "
+    "created, updated, expires ";
+// Reads a row selected with kKeyColumns. Errors: DataLoss for a state or headers column that
+// cannot be read.
+absl::StatusOr<KeyRecord> ReadRecord(const Statement& row);
+// Binds the host clock to ?index (its boot) and ?index+1 (its reading); NULL for neither when
+// there is no host clock.
+absl::Status BindHost(Statement& stmt, int index, HostTime host);
 
 // Deletes the record of `scope` in any state; returns how many rows it deleted (0 or 1).
 absl::StatusOr<int64_t> DeleteAny(Connection& conn, const Scope& scope);

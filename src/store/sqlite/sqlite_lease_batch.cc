@@ -80,10 +80,14 @@ absl::StatusOr<LeaseWriteResult> Batch::Claim(const LeaseWrite& write) {
     next_fence_ = first_fence_;
   }
   const int64_t lease_until = now_ + write.lease.count();
-  const ClaimParams params{write.scope, write.fingerprint,
-                           write.owner, now_,
-                           lease_until, std::max(now_ + retention_.count(), lease_until),
-                           host_};
+  const ClaimParams params{.scope = write.scope,
+                           .fingerprint = write.fingerprint,
+                           .owner = write.owner,
+                           .now_ms = now_,
+                           .lease_until_ms = lease_until,
+                           .expires_ms = std::max(now_ + retention_.count(), lease_until),
+                           .host = host_,
+                           .note = &write.response};
   IDEM_ASSIGN_OR_RETURN(std::optional<UpsertedClaim> won, UpsertClaim(conn_, params, *next_fence_));
   LeaseWriteResult result = Result(absl::OkStatus());
   if (won.has_value()) {

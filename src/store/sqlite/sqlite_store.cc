@@ -218,7 +218,7 @@ absl::StatusOr<int64_t> SqliteStore::SweepExpired(int64_t max_rows) {
 absl::StatusOr<std::vector<KeyRecord>> SqliteStore::List(const KeyQuery& query) {
   IDEM_RETURN_IF_ERROR(ValidateKeyQuery(query));
   IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
-  return sqlite::SelectMany(*conn, query, clock_.NowMillis());
+  return sqlite::SelectMany(*conn, query, clock_.NowMillis(), HostNow());
 }
 
 absl::Status SqliteStore::Purge(const Scope& scope) {
