@@ -64,7 +64,8 @@ TEST_F(PostgresOpen, FreshSchemaIsMigratedToTheNewestVersion) {
                                                    {"2", "0002_fence_sequence.sql"},
                                                    {"3", "0003_outbox.sql"},
                                                    {"4", "0004_inbox.sql"},
-                                                   {"5", "0005_outbox_redrive_notify.sql"}}));
+                                                   {"5", "0005_outbox_redrive_notify.sql"},
+                                                   {"6", "0006_in_progress_index.sql"}}));
   EXPECT_EQ(Rows("SELECT count(*) FROM idem_keys"), (std::vector<std::vector<std::string>>{{"0"}}));
 }
 
@@ -93,7 +94,7 @@ TEST_F(PostgresOpen, ManyProcessesOpeningAtOnceMigrateOnce) {
   // Each migration once: as many rows as distinct versions, and every embedded one present.
   EXPECT_EQ(Rows("SELECT count(*), count(DISTINCT version), max(version) FROM "
                  "idem_schema_migrations"),
-            (std::vector<std::vector<std::string>>{{"5", "5", "5"}}));
+            (std::vector<std::vector<std::string>>{{"6", "6", "6"}}));
 }
 
 TEST_F(PostgresOpen, MalformedUriIsInvalidArgument) {
