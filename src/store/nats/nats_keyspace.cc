@@ -99,11 +99,10 @@ absl::StatusOr<std::optional<KeyRecord>> Keyspace::Put(const KeyRecord& record, 
 }
 
 absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> Keyspace::CreateMany(
-    const std::vector<KeyRecord>& records) {
+    std::vector<KeyRecord> records) {
   std::vector<JetStreamClient::Create> creates;
   std::vector<Slot> slots;
-  std::vector<KeyRecord> fenced = records;
-  for (KeyRecord& record : fenced) {
+  for (KeyRecord& record : records) {
     slots.push_back(Locate(record.scope));
     if (record.fence == 0) record.fence = NewFence(slots.back(), 0, 0);
     creates.push_back({slots.back().bucket, slots.back().key, EncodeRecord(record)});
@@ -119,7 +118,7 @@ absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> Keyspace::
     } else if (!w->has_value()) {
       out.push_back(std::optional<KeyRecord>());
     } else {
-      KeyRecord stored = std::move(fenced[i]);
+      KeyRecord stored = std::move(records[i]);
       Saw(slots[i].shard, **w);
       Remember(slots[i], Current{.revision = **w, .record = stored});
       out.push_back(std::optional<KeyRecord>(std::move(stored)));

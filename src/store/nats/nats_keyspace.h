@@ -58,7 +58,7 @@ class Keyspace {
   // Writes each record (a fresh claim: fence 0, given a new fence) if its slot has no entry at
   // all, all at once and in order. Each result is as Put's.
   absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> CreateMany(
-      const std::vector<KeyRecord>& records);
+      std::vector<KeyRecord> records);
 
   // Deletes the scope's record at revision `expected`; false when the slot moved on.
   absl::StatusOr<bool> Remove(const Scope& scope, uint64_t expected, bool purge);

@@ -215,7 +215,7 @@ void CreateFirstClaims(Keyspace& keyspace, const LeaseRules& rules,
     records.push_back(FreshClaim(w, now, rules.retention));
   }
   if (chosen.empty()) return;
-  auto created = keyspace.CreateMany(records);
+  auto created = keyspace.CreateMany(std::move(records));
   if (!created.ok()) return;  // each claim then goes the single way
   for (size_t c = 0; c < chosen.size(); ++c) {
     absl::StatusOr<std::optional<KeyRecord>>& one = (*created)[c];
