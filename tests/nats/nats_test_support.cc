@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -41,6 +42,20 @@ absl::Status RunFixture(Fixture fixture, std::string_view command, int node) {
     return absl::InternalError(fmt::format("'{}' failed", line));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<int> NodePid(Fixture fixture, int node) {
+  const std::string line =
+      fmt::format("'{}' pid '{}' {}", IDEM_NATS_FIXTURE_SCRIPT, FixtureDir(fixture), node);
+  FILE* out = popen(line.c_str(), "r");
+  if (out == nullptr) return absl::InternalError(fmt::format("'{}' could not run", line));
+  int pid = 0;
+  const int read = fscanf(out, "%d", &pid);
+  const int status = pclose(out);
+  if (read != 1 || status != 0 || pid <= 0) {
+    return absl::InternalError(fmt::format("'{}' printed no process id", line));
+  }
+  return pid;
 }
 
 JetStream::~JetStream() {

@@ -36,6 +36,10 @@ absl::StatusOr<std::string> ServerUrls(Fixture fixture);
 // Errors: Internal with the command when it fails.
 absl::Status RunFixture(Fixture fixture, std::string_view command, int node = 0);
 
+// The process id of node `node` (1-based) of the fixture, as scripts/nats-fixture.sh pid prints
+// it. Errors: Internal when the script fails or prints no number.
+absl::StatusOr<int> NodePid(Fixture fixture, int node);
+
 // A connection and its JetStream context, closed on destruction.
 class JetStream {
  public:

@@ -2,6 +2,7 @@
 // one (for List and SweepExpired).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <unordered_map>
@@ -115,12 +116,43 @@ absl::StatusOr<uint64_t> JetStreamClient::EnsureBucket(const std::string& bucket
       fmt::format("bucket '{}' was created and deleted again while idem opened it", bucket));
 }
 
-// The watcher delivers each key's last entry, then every message written since it started, until
-// it has caught up (the null marker): a key written during the listing comes again, once per
-// revision, and an ordered consumer recreated under load (missed heartbeats) may deliver an entry
-// again too. So the highest revision of each key decides, and a key whose highest is a delete or
-// purge marker is left out. Keys keep the order of their first delivery.
+// The stream's last sequence, first sequence and message count, from its leader (so it counts
+// every acknowledged write).
+absl::StatusOr<JetStreamClient::StreamState> JetStreamClient::State(const std::string& bucket) {
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const std::string stream = "KV_" + bucket;
+  const natsStatus s = js_GetStreamInfo(&info, js_, stream.c_str(), nullptr, &code);
+  if (s != NATS_OK) {
+    return TranslateNatsError(s, code, fmt::format("asking for the state of bucket '{}'", bucket));
+  }
+  const StreamState state{.first = info->State.FirstSeq,
+                          .last = info->State.LastSeq,
+                          .messages = info->State.Msgs};
+  jsStreamInfo_Destroy(info);
+  return state;
+}
+
+// The watcher is an ordered consumer that JetStream places on any replica of the bucket, not
+// necessarily its leader: on a replica that has not applied every acknowledged write yet (a
+// write counts once a quorum has it), the consumer starts from that replica's entries, and its
+// "caught up" marker (the null entry) may come before entries the leader acknowledged before the
+// listing began (seen: a list missing keys written before it, under load). So the leader's last
+// sequence at the start decides: the listing reads until the watcher has delivered an entry at
+// or past it (entries come in sequence order), marker or not. An entry the servers dropped
+// meanwhile (the bucket's max age) is never delivered: when the watcher stays silent, the
+// stream's state is asked again, and a stream that no longer holds anything up to that sequence
+// ends the listing.
+//
+// Past that, the watcher delivers every message written since it started: a key written during
+// the listing comes again, once per revision, and an ordered consumer recreated under load
+// (missed heartbeats) may deliver an entry again too. So the highest revision of each key
+// decides, and a key whose highest is a delete or purge marker is left out. Keys keep the order
+// of their first delivery.
 absl::StatusOr<std::vector<Entry>> JetStreamClient::ReadAll(const std::string& bucket) {
+  absl::StatusOr<StreamState> start = State(bucket);
+  if (!start.ok()) return start.status();
+  if (start->messages == 0) return std::vector<Entry>();
   kvStore* kv = nullptr;
   natsStatus s = js_KeyValue(&kv, js_, bucket.c_str());
   if (s != NATS_OK) return TranslateNatsError(s, 0, fmt::format("opening bucket '{}'", bucket));
@@ -128,12 +160,19 @@ absl::StatusOr<std::vector<Entry>> JetStreamClient::ReadAll(const std::string& b
   s = kvStore_WatchAll(&watcher, kv, nullptr);  // markers too: a later delete must hide the key
   std::vector<Entry> entries;
   std::unordered_map<std::string, size_t> index;  // key -> its place in `entries`
-  while (s == NATS_OK) {
+  uint64_t highest = 0;                           // the highest revision delivered
+  while (s == NATS_OK && highest < start->last) {
     kvEntry* e = nullptr;
     s = kvWatcher_Next(&e, watcher, timeout_.count());
-    if (s != NATS_OK || e == nullptr) break;  // null: every key's last entry was delivered
+    if (s == NATS_TIMEOUT) {
+      absl::StatusOr<StreamState> now = State(bucket);
+      if (now.ok() && (now->messages == 0 || now->first > start->last)) s = NATS_OK;
+      break;  // dropped by age, or still missing: an error below
+    }
+    if (s != NATS_OK || e == nullptr) continue;  // the marker: not enough, see above
     Entry entry = ToEntry(e);
     kvEntry_Destroy(e);
+    highest = std::max(highest, entry.revision);
     auto [at, first] = index.try_emplace(entry.key, entries.size());
     if (first) {
       entries.push_back(std::move(entry));
@@ -141,7 +180,7 @@ absl::StatusOr<std::vector<Entry>> JetStreamClient::ReadAll(const std::string& b
       entries[at->second] = std::move(entry);
     }
   }
-  kvWatcher_Destroy(watcher);
+  if (watcher != nullptr) kvWatcher_Destroy(watcher);
   kvStore_Destroy(kv);
   if (s != NATS_OK) return TranslateNatsError(s, 0, fmt::format("listing bucket '{}'", bucket));
   std::erase_if(entries, [](const Entry& entry) { return !entry.present; });

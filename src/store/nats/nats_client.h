@@ -97,8 +97,18 @@ class JetStreamClient {
                               bool purge);
 
   // The last entry of every key that holds a value, each key once (its highest revision seen, even
-  // when it is written during the call). Errors: Unavailable.
+  // when it is written during the call). Every entry acknowledged before the call is in it,
+  // whichever replica serves the listing. Errors: Unavailable.
   absl::StatusOr<std::vector<Entry>> ReadAll(const std::string& bucket);
+
+  // A bucket's stream state, as its leader knows it.
+  struct StreamState {
+    uint64_t first = 0;     // the first sequence still stored
+    uint64_t last = 0;      // the last sequence written (stays when its entry is dropped)
+    uint64_t messages = 0;  // entries stored
+  };
+  // Errors: Unavailable (no answer in time); Internal for a bucket that is gone.
+  absl::StatusOr<StreamState> State(const std::string& bucket);
 
  private:
   JetStreamClient(natsConnection* connection, jsCtx* js, Millis timeout)
