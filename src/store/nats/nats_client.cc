@@ -188,11 +188,21 @@ absl::StatusOr<std::optional<uint64_t>> JetStreamClient::Publish(const std::stri
   jsPubOptions options;
   jsPubOptions_Init(&options);
   options.MaxWait = timeout_.count();
+  // Every write that expects revision R of a key carries the message id "SUBJECT@R", so that of
+  // two writers expecting the same R at once, the stream's duplicate check (staged by the leader
+  // when it proposes a message) lets one through even where the expected-sequence check does
+  // not: nats-server before 2.9.21 checks it before proposing, and two concurrent publishes
+  // expecting R could both be stored (nats-server issue 4320; seen here on 2.9.10 with two
+  // takeovers of one lapsed claim). The duplicate is answered as a lost race: nothing written.
+  const std::string msg_id = fmt::format("{}@{}", subject, expected);
+  if (expected > 0) options.MsgId = msg_id.c_str();
   jsPubAck* ack = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
   s = js_PublishMsg(&ack, js_, msg.get(), &options, &code);
   const uint64_t written = ack != nullptr ? ack->Sequence : 0;
+  const bool duplicate = ack != nullptr && ack->Duplicate;
   jsPubAck_Destroy(ack);
+  if (s == NATS_OK && duplicate) return std::optional<uint64_t>();
   if (s == NATS_OK) return std::optional<uint64_t>(written);
   if (code == JSStreamWrongLastSequenceErr) return std::optional<uint64_t>();
   return TranslateNatsError(s, code, fmt::format("writing to bucket '{}'", bucket));
