@@ -173,9 +173,14 @@ class LeaseGuard {
   // Claims the key, or takes over a lapsed lease of the same request, in one write
   // (Store::ApplyLeaseBatch); else finds the stored outcome, or that the key is in flight. A
   // claim answered Unavailable is sent once more at once, and found if it went through (above).
+  // `note` (default: none) is kept in the claim's in_progress record (KeyRecord::response) until
+  // the outcome replaces it: what a recoverer's resolver needs to find out what became of the
+  // effect should this holder die (idem/lease_recoverer.h), e.g. the request and where it went.
+  // It is stored as given, not encrypted.
   // Errors: FailedPrecondition when the key's stored fingerprint differs; InvalidArgument for a
   // malformed scope; Unavailable when the store is busy or down (twice in a row).
-  absl::StatusOr<LeaseAcquisition> Acquire(const Scope& scope, std::string_view fingerprint);
+  absl::StatusOr<LeaseAcquisition> Acquire(const Scope& scope, std::string_view fingerprint,
+                                           StoredResponse note = {});
 
   const LeaseOptions& options() const { return options_; }
 

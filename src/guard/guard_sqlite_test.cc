@@ -2,6 +2,7 @@
 // transactions, and on an application's own connection (RunOnceIn on a borrowed transaction).
 #include "guard/testing/borrowed_guard_suite.h"
 #include "guard/testing/guard_store_test.h"
+#include "guard/testing/lease_recoverer_suite.h"
 #include "idem/guard.h"
 #include "store/testing/sqlite_caller_connection.h"
 #include "store/testing/sqlite_store_factory.h"
@@ -12,6 +13,8 @@ namespace {
 INSTANTIATE_TEST_SUITE_P(Sqlite, GuardTest, ::testing::Values(SqliteStoreFactory()),
                          StoreFactoryName);
 INSTANTIATE_TEST_SUITE_P(Sqlite, LeaseGuardTest, ::testing::Values(SqliteStoreFactory()),
+                         StoreFactoryName);
+INSTANTIATE_TEST_SUITE_P(Sqlite, LeaseRecovererTest, ::testing::Values(SqliteStoreFactory()),
                          StoreFactoryName);
 INSTANTIATE_TEST_SUITE_P(Sqlite, BorrowedGuardTest, ::testing::Values(SqliteCallerFactory()),
                          CallerFactoryName);

@@ -154,7 +154,8 @@ absl::StatusOr<LeaseWriteResult> LeaseGuard::Claim(const LeaseWrite& claim) {
 }
 
 absl::StatusOr<LeaseAcquisition> LeaseGuard::Acquire(const Scope& scope,
-                                                     std::string_view fingerprint) {
+                                                     std::string_view fingerprint,
+                                                     StoredResponse note) {
   // An owner of this acquisition alone: the store recognises a claim of it that went through
   // as this acquisition's own, never as another thread's of the same guard.
   const LeaseWrite claim{.kind = LeaseWrite::Kind::kClaim,
@@ -162,7 +163,8 @@ absl::StatusOr<LeaseAcquisition> LeaseGuard::Acquire(const Scope& scope,
                          .fingerprint = std::string(fingerprint),
                          .owner = fmt::format("{}/{}", options_.owner, ++acquisitions_),
                          .unique_owner = true,
-                         .lease = options_.lease};
+                         .lease = options_.lease,
+                         .response = std::move(note)};
   absl::StatusOr<LeaseWriteResult> claimed = Claim(claim);
   // Unavailable: the claim may have gone through with its answer lost. The same claim again is
   // answered from the record: claimed if it is this acquisition's.

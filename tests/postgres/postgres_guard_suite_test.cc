@@ -2,6 +2,7 @@
 // own transactions, and on an application's own connection (RunOnceIn on a borrowed transaction).
 #include "guard/testing/borrowed_guard_suite.h"
 #include "guard/testing/guard_store_test.h"
+#include "guard/testing/lease_recoverer_suite.h"
 #include "idem/borrowed_transaction.h"
 #include "pg_test_support.h"
 
@@ -11,6 +12,8 @@ namespace {
 INSTANTIATE_TEST_SUITE_P(Postgres, GuardTest, ::testing::Values(pgtest::PostgresStoreFactory()),
                          StoreFactoryName);
 INSTANTIATE_TEST_SUITE_P(Postgres, LeaseGuardTest,
+                         ::testing::Values(pgtest::PostgresStoreFactory()), StoreFactoryName);
+INSTANTIATE_TEST_SUITE_P(Postgres, LeaseRecovererTest,
                          ::testing::Values(pgtest::PostgresStoreFactory()), StoreFactoryName);
 INSTANTIATE_TEST_SUITE_P(Postgres, BorrowedGuardTest,
                          ::testing::Values(pgtest::PostgresCallerFactory()), CallerFactoryName);
