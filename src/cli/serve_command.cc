@@ -40,7 +40,8 @@ constexpr const char* kFooter = R"(Exit status:
   0  stopped by SIGTERM or SIGINT after draining
   1  the store cannot be opened, an address cannot be bound, the upstream does not resolve
   2  usage error: a bad flag, duration, size, address, port, upstream URL, store URI or config
-     file (on the command line or in the file), or --upstream-timeout not shorter than --lease
+     file (on the command line or in the file), --upstream-timeout not shorter than --lease, or
+     a route that loses or delays answers without --allow-faults
 
 Durations: 500ms, 30s, 1m, 24h. Sizes: 512, 64KiB, 1MiB.
 
@@ -56,6 +57,7 @@ struct Flags {
       tenant_header, lock_timeout, cache_bytes, cacert, record_wait, max_pending_bytes,
       log_level = "info", log_format = "text";
   bool require_key = false;
+  bool allow_faults = false;
   int io_threads = 0;
   int max_pending_outcomes = 0;
   int store_threads = 0;
@@ -71,6 +73,7 @@ absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayCon
   if (given("--cacert")) config.cacert = f.cacert;
   if (given("--tenant-header")) config.tenant_header = f.tenant_header;
   if (given("--require-key")) config.require_key = f.require_key;
+  config.allow_faults = f.allow_faults;  // the command line's only: never from the file
   if (given("--io-threads")) config.io_threads = f.io_threads;
   if (given("--store-threads")) config.store_threads = f.store_threads;
   if (given("--max-pending-outcomes")) config.max_pending_outcomes = f.max_pending_outcomes;
@@ -182,6 +185,22 @@ sigset_t ServiceSignals() {
   return signals;
 }
 
+// Says, at start and at each reload, which routes lose or delay answers on purpose.
+void WarnAboutFaults(const gateway::GatewayConfig& config) {
+  for (const gateway::Route& route : config.routes) {
+    std::string what;
+    if (route.lose_answer_fraction > 0)
+      what = fmt::format("loses {:g}%", route.lose_answer_fraction * 100);
+    if (route.delay_answer_fraction > 0)
+      what +=
+          fmt::format("{}delays {:g}% by {}", what.empty() ? "" : " and ",
+                      route.delay_answer_fraction * 100, retry::FormatDuration(route.delay_answer));
+    if (!what.empty())
+      spdlog::warn("--allow-faults: route {} {} of its recorded answers, on purpose",
+                   route.path_prefix, what);
+  }
+}
+
 // SIGHUP: re-reads `file` with `reread` and swaps the routes (gateway::Server::Reload); one log
 // line says what happened. A file that does not load or validate, or that changes a setting only
 // a restart applies, is refused and the running settings keep serving.
@@ -199,6 +218,7 @@ void ReloadOnSighup(gateway::Server& server, const std::string& file, const Rere
   }
   spdlog::info("SIGHUP: reloaded {}: {} route(s); requests already read finish under the old ones",
                file, next->routes.size());
+  WarnAboutFaults(*next);
 }
 
 // Runs the gateway until SIGTERM or SIGINT, reloading `file` at SIGHUP; returns the exit code.
@@ -242,6 +262,7 @@ int Serve(const gateway::GatewayConfig& config, const std::string& file, const R
   spdlog::info("idem serve: listening on {}, forwarding to {}, keys in {}{}",
                (*server)->listen_address(), config.upstream, RedactStoreUri(config.store),
                config.admin.empty() ? "" : ", admin on " + (*server)->admin_address());
+  WarnAboutFaults(config);
   NotifyReady(fmt::format("listening on {}", (*server)->listen_address()));
   int signal = 0;
   while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP)
@@ -308,6 +329,9 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--cache-bytes", f->cache_bytes,
                   "Memory for replaying finished outcomes without a store call; 0: none (64MiB)");
   cmd->add_flag("--require-key", f->require_key, "POST and PATCH without a key get 400");
+  cmd->add_flag("--allow-faults", f->allow_faults,
+                "Let routes lose or delay answers on purpose (lose_answer_fraction, "
+                "delay_answer_fraction): for testing clients' retries, never in production");
   cmd->add_option("--tenant-header", f->tenant_header, "Header naming the tenant of a key");
   cmd->add_option("--lock-timeout", f->lock_timeout,
                   "How long a store call waits for a store locked by another process (5s)");

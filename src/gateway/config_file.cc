@@ -58,6 +58,20 @@ class Reader {
     return absl::OkStatus();
   }
 
+  // A number from 0 to 1, written as a float (0.25) or an integer (0, 1).
+  absl::Status Fraction(const toml::node& node, std::string_view key, double& out) const {
+    std::optional<double> v;
+    if (const toml::value<double>* f = node.as_floating_point(); f != nullptr)
+      v = f->get();
+    else if (const toml::value<int64_t>* i = node.as_integer(); i != nullptr)
+      v = static_cast<double>(i->get());
+    if (!v.has_value() || !(*v >= 0 && *v <= 1))
+      return Error(node,
+                   fmt::format("{} must be a number from 0 to 1 (0.1: one request in ten)", key));
+    out = *v;
+    return absl::OkStatus();
+  }
+
   absl::Status Size(const toml::node& node, std::string_view key, int64_t& out) const {
     std::string text;
     if (node.is_integer())
@@ -144,6 +158,12 @@ absl::Status Reader::Route(const toml::table& table, gateway::Route& route) cons
       s = String(node, key, route.status_url);
     else if (key == "recovered_status")
       s = Int(node, key, route.recovered_status);
+    else if (key == "lose_answer_fraction")
+      s = Fraction(node, key, route.lose_answer_fraction);
+    else if (key == "delay_answer_fraction")
+      s = Fraction(node, key, route.delay_answer_fraction);
+    else if (key == "delay_answer")
+      s = Duration(node, key, route.delay_answer);
     else if (key != "key" && key != "key_pointer" && key != "in_flight" && key != "recover")
       return Error(k.source(), fmt::format("unknown route setting '{}'; see docs/gateway.md", key));
     if (!s.ok()) return s;

@@ -94,6 +94,33 @@ TEST(ParseConfigText, ErrorsNameFileLineAndWhatIsWrong) {
               "idem.toml:2:", "wait bound");
 }
 
+TEST(ParseConfigText, ReadsAnswerFaultsAndRefusesFractionsOutOfRange) {
+  auto c = Parse(
+      "[[route]]\nlose_answer_fraction = 0.1\ndelay_answer_fraction = 0.9\n"
+      "delay_answer = \"2s\"\n[[route]]\nlose_answer_fraction = 1\n"
+      "[[route]]\nlose_answer_fraction = 0\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->routes.size(), 3u);
+  EXPECT_DOUBLE_EQ(c->routes[0].lose_answer_fraction, 0.1);
+  EXPECT_DOUBLE_EQ(c->routes[0].delay_answer_fraction, 0.9);
+  EXPECT_EQ(c->routes[0].delay_answer, 2000ms);
+  EXPECT_DOUBLE_EQ(c->routes[1].lose_answer_fraction, 1.0);  // an integer is a fraction too
+  EXPECT_FALSE(c->routes[2].HasAnswerFaults());
+  ExpectError("[[route]]\nlose_answer_fraction = 1.5\n", "idem.toml:2:", "from 0 to 1");
+  ExpectError("[[route]]\nlose_answer_fraction = -0.1\n", "idem.toml:2:", "from 0 to 1");
+  ExpectError("[[route]]\nlose_answer_fraction = nan\n", "idem.toml:2:", "from 0 to 1");
+  ExpectError("[[route]]\nlose_answer_fraction = 2\n", "idem.toml:2:", "from 0 to 1");
+  ExpectError("[[route]]\ndelay_answer_fraction = \"10%\"\n", "idem.toml:2:", "from 0 to 1");
+  ExpectError("[[route]]\ndelay_answer = \"soon\"\n", "idem.toml:2:", "delay_answer");
+  // Settings that only go together: at the route's [[route]] line.
+  ExpectError("[[route]]\ndelay_answer_fraction = 0.5\n", "idem.toml:1:", "needs delay_answer");
+  ExpectError("[[route]]\ndelay_answer = \"1s\"\n", "idem.toml:1:", "delay_answer_fraction");
+  ExpectError(
+      "[[route]]\nlose_answer_fraction = 0.5\ndelay_answer_fraction = 0.75\n"
+      "delay_answer = \"1s\"\n",
+      "idem.toml:1:", "together must be at most 1");
+}
+
 TEST(LoadConfigFile, MissingFileIsNotFound) {
   EXPECT_EQ(LoadConfigFile("/nonexistent/idem.toml", {}).status().code(),
             absl::StatusCode::kNotFound);

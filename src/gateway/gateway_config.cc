@@ -31,6 +31,28 @@ absl::Status ValidateStatuses(const std::vector<int>& statuses, std::string_view
   return absl::OkStatus();
 }
 
+bool IsFraction(double f) { return f >= 0 && f <= 1; }  // false for NaN
+
+absl::Status ValidateAnswerFaults(const Route& route, std::string_view where) {
+  for (const auto& [name, value] :
+       {std::pair{"lose_answer_fraction", route.lose_answer_fraction},
+        std::pair{"delay_answer_fraction", route.delay_answer_fraction}}) {
+    if (!IsFraction(value))
+      return Bad(fmt::format("{}: {} must be a number from 0 to 1 (0.1: one request in ten)", where,
+                             name));
+  }
+  // A margin for sums such as 0.7 + 0.3 that round above 1.
+  if (route.lose_answer_fraction + route.delay_answer_fraction > 1 + 1e-9)
+    return Bad(fmt::format(
+        "{}: lose_answer_fraction and delay_answer_fraction together must be at most 1", where));
+  if (route.delay_answer_fraction > 0 && route.delay_answer <= 0ms)
+    return Bad(fmt::format("{}: delay_answer_fraction needs delay_answer, the delay (e.g. \"2s\")",
+                           where));
+  if (route.delay_answer_fraction == 0 && route.delay_answer != 0ms)
+    return Bad(fmt::format("{}: delay_answer needs delay_answer_fraction above 0", where));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateRoute(const Route& route, Millis lease, size_t index) {
@@ -70,6 +92,7 @@ absl::Status ValidateRoute(const Route& route, Millis lease, size_t index) {
   if (route.recovered_status != 0 && (route.recovered_status < 100 || route.recovered_status > 599))
     return Bad(fmt::format("{}: recovered_status {} is not an HTTP status; use 100-599", where,
                            route.recovered_status));
+  if (absl::Status s = ValidateAnswerFaults(route, where); !s.ok()) return s;
   return ValidateStatuses(route.transient_statuses, where + ": transient statuses");
 }
 
@@ -142,7 +165,15 @@ OutcomeClass ClassifyOutcome(const Route& route, int status) {
 absl::Status ValidateConfig(const GatewayConfig& config) {
   if (absl::Status s = ValidateSettings(config); !s.ok()) return s;
   for (size_t i = 0; i < config.routes.size(); ++i) {
-    if (absl::Status s = ValidateRoute(config.routes[i], config.lease, i); !s.ok()) return s;
+    const Route& route = config.routes[i];
+    if (absl::Status s = ValidateRoute(route, config.lease, i); !s.ok()) return s;
+    if (route.HasAnswerFaults() && !config.allow_faults)
+      return Bad(fmt::format(
+          "route {} ({}): {} answers on purpose, for testing clients' retries; idem serve "
+          "refuses it unless started with --allow-faults",
+          i + 1, route.path_prefix,
+          route.lose_answer_fraction > 0 ? "lose_answer_fraction loses"
+                                         : "delay_answer_fraction delays"));
   }
   return absl::OkStatus();
 }

@@ -62,6 +62,16 @@ struct Route {
   std::string status_url;
   // kStatus: the status recorded instead of the status URL's 200 (e.g. 201); 0: keep 200.
   int recovered_status = 0;
+  // Faults for testing clients (docs/gateway.md, "Testing a client's retries"), honoured only with
+  // GatewayConfig::allow_faults: of the requests whose outcome this gateway records, the fraction
+  // (0 to 1, together at most 1) whose answer is lost (the connection closed unanswered once the
+  // outcome is recorded) or delayed by delay_answer. Default 0: none.
+  double lose_answer_fraction = 0;
+  double delay_answer_fraction = 0;
+  Millis delay_answer = 0ms;  // above 0 exactly when delay_answer_fraction is
+
+  // Whether the route loses or delays any answer on purpose.
+  bool HasAnswerFaults() const { return lose_answer_fraction > 0 || delay_answer_fraction > 0; }
 
   bool operator==(const Route&) const = default;
 };
@@ -103,6 +113,9 @@ struct GatewayConfig {
   // the most recovery attempts one key gets before it is recorded failed_final.
   Millis recover_interval = 5s;
   int recover_attempts = 10;
+  // --allow-faults (command line only): routes may lose or delay answers on purpose. Without it
+  // a route that sets lose_answer_fraction or delay_answer_fraction is refused (ValidateConfig).
+  bool allow_faults = false;
 };
 
 // Returns the route guarding `method` and `target`, or nullptr when the request passes through.
@@ -120,7 +133,8 @@ OutcomeClass ClassifyOutcome(const Route& route, int status);
 // Returns OK when the settings can run, else InvalidArgument saying what to change: a missing
 // listen, upstream or store; upstream_timeout not shorter than lease; a non-positive duration or
 // size; a route without methods, a path prefix not starting with '/', a bad header name or JSON
-// pointer, a wait bound of zero or longer than the lease, a status outside 100-599.
+// pointer, a wait bound of zero or longer than the lease, a status outside 100-599, a route that
+// loses or delays answers without allow_faults.
 absl::Status ValidateConfig(const GatewayConfig& config);
 
 // Returns OK when the route at position `index` (0-based) can run under `lease`, else

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 namespace idem::gateway {
@@ -56,6 +57,50 @@ TEST(ValidateConfig, BadRoutesAreRefused) {
   EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
   c.routes = {{.methods = {}}};
   EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ValidateConfig, AnswerFaultsNeedAllowFaultsNamingTheRouteAndTheFlag) {
+  GatewayConfig c = Minimal();
+  c.routes = {Route{.path_prefix = "/a"},
+              Route{.path_prefix = "/charges", .lose_answer_fraction = 0.25}};
+  absl::Status s = ValidateConfig(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("route 2 (/charges): lose_answer_fraction"), std::string_view::npos)
+      << s;
+  EXPECT_NE(s.message().find("--allow-faults"), std::string_view::npos) << s;
+  c.allow_faults = true;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.allow_faults = false;
+  c.routes[1] = Route{.path_prefix = "/charges", .delay_answer_fraction = 1, .delay_answer = 2s};
+  s = ValidateConfig(c);
+  EXPECT_NE(s.message().find("delay_answer_fraction"), std::string_view::npos) << s;
+  EXPECT_NE(s.message().find("--allow-faults"), std::string_view::npos) << s;
+  // A route without faults needs no flag.
+  c.routes.pop_back();
+  EXPECT_TRUE(ValidateConfig(c).ok());
+}
+
+TEST(ValidateRoute, AnswerFaultsAreFractionsWithADelay) {
+  auto check = [](Route r) { return ValidateRoute(r, 30s, 0); };
+  EXPECT_TRUE(
+      check({.lose_answer_fraction = 0.7, .delay_answer_fraction = 0.3, .delay_answer = 1ms}).ok());
+  EXPECT_TRUE(check({.lose_answer_fraction = 1}).ok());
+  absl::Status s = check({.lose_answer_fraction = 1.01});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("lose_answer_fraction must be a number from 0 to 1"),
+            std::string_view::npos)
+      << s;
+  EXPECT_EQ(check({.delay_answer_fraction = std::nan(""), .delay_answer = 1s}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(check({.delay_answer_fraction = -0.5, .delay_answer = 1s}).code(),
+            absl::StatusCode::kInvalidArgument);
+  s = check({.lose_answer_fraction = 0.5, .delay_answer_fraction = 0.6, .delay_answer = 1s});
+  EXPECT_NE(s.message().find("together must be at most 1"), std::string_view::npos) << s;
+  s = check({.delay_answer_fraction = 0.5});
+  EXPECT_NE(s.message().find("needs delay_answer"), std::string_view::npos) << s;
+  s = check({.delay_answer = 1s});
+  EXPECT_NE(s.message().find("delay_answer needs delay_answer_fraction"), std::string_view::npos)
+      << s;
 }
 
 TEST(FindRoute, FirstMatchingRouteWins) {

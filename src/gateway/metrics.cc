@@ -145,6 +145,13 @@ std::string Metrics::Render() const {
   for (size_t i = 0; i < recovered.size(); ++i)
     out += fmt::format("idem_recovered_keys_total{{result=\"{}\"}} {}\n", kRecovered[i],
                        recovered[i].load());
+  out += fmt::format(
+      "# HELP idem_answer_faults_total Answers lost or delayed on purpose (--allow-faults), their "
+      "outcomes recorded first.\n"
+      "# TYPE idem_answer_faults_total counter\n"
+      "idem_answer_faults_total{{fault=\"lost\"}} {}\n"
+      "idem_answer_faults_total{{fault=\"delayed\"}} {}\n",
+      answers_lost.load(), answers_delayed.load());
   return out;
 }
 

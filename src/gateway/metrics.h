@@ -103,6 +103,10 @@ class Metrics final {
   void CountRecovered(Recovered how) {
     recovered[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
   }
+  // Faults for testing clients (answer_faults.h): answers lost on purpose (the connection closed
+  // unanswered after the outcome was recorded) and answers delayed on purpose.
+  std::atomic<uint64_t> answers_lost{0};
+  std::atomic<uint64_t> answers_delayed{0};
 
   // Returns every metric in the Prometheus text format.
   std::string Render() const;

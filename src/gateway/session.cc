@@ -15,6 +15,7 @@
 #include <boost/asio/as_tuple.hpp>
 #pragma GCC diagnostic pop
 
+#include "gateway/answer_faults.h"
 #include "gateway/forward.h"
 #include "gateway/guard_outcome.h"
 #include "gateway/guarded_call.h"
@@ -193,6 +194,17 @@ asio::awaitable<Outcome> HandleGuarded(GatewayContext& ctx, UpstreamPool& pool, 
     answer = co_await ForwardUnguarded(ctx, pool, std::move(request));
   } else {
     answer = co_await RunGuarded(ctx, pool, route, **guarded, std::move(request), id);
+    // Faults for testing clients, once the outcome is recorded (answer_faults.h); tested here
+    // first so that a route without them costs no coroutine.
+    if (answer.decision == Decision::kExecuted && ctx.config.allow_faults &&
+        route.HasAnswerFaults()) {
+      const AnswerFault fault =
+          co_await HoldBackAnswer(route, ctx.config.allow_faults, ctx.metrics);
+      if (fault == AnswerFault::kLose) {
+        co_await Linger(stream);  // closed without a byte of the answer
+        co_return Outcome{false, answer.decision, 0, &route};
+      }
+    }
   }
   const int status = answer.response.status;
   const bool keep = co_await Answer(stream, std::move(answer.response), version, keep_alive,
