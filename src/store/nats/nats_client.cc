@@ -7,9 +7,7 @@
 namespace idem::nats {
 namespace {
 
-constexpr char kExpectedSubjectSequence[] = "Nats-Expected-Last-Subject-Sequence";
 constexpr char kOperationHeader[] = "KV-Operation";
-constexpr char kRollupHeader[] = "Nats-Rollup";
 
 std::string StreamOf(const std::string& bucket) { return "KV_" + bucket; }
 std::string SubjectOf(const std::string& bucket, const std::string& key) {
@@ -125,6 +123,7 @@ absl::StatusOr<std::unique_ptr<JetStreamClient>> JetStreamClient::Connect(const 
     return TranslateNatsError(s, 0, "opening a JetStream context");
   }
   std::unique_ptr<JetStreamClient> client(new JetStreamClient(connection, js, timeout));
+  if (absl::Status opened = client->OpenAsync(); !opened.ok()) return opened;
   jsAccountInfo* info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
   s = js_GetAccountInfo(&info, js, nullptr, &code);
@@ -138,10 +137,6 @@ absl::StatusOr<std::unique_ptr<JetStreamClient>> JetStreamClient::Connect(const 
   return client;
 }
 
-JetStreamClient::~JetStreamClient() {
-  jsCtx_Destroy(js_);
-  natsConnection_Destroy(connection_);
-}
 
 absl::StatusOr<Entry> JetStreamClient::Read(const std::string& bucket, const std::string& key) {
   natsMsg* raw = nullptr;
@@ -166,61 +161,22 @@ absl::StatusOr<Entry> JetStreamClient::Read(const std::string& bucket, const std
   return entry;
 }
 
-absl::StatusOr<std::optional<uint64_t>> JetStreamClient::Publish(const std::string& bucket,
-                                                                 const std::string& key,
-                                                                 std::string_view value,
-                                                                 uint64_t expected,
-                                                                 const char* operation) {
-  natsMsg* raw = nullptr;
-  const std::string subject = SubjectOf(bucket, key);
-  natsStatus s =
-      natsMsg_Create(&raw, subject.c_str(), nullptr, value.data(), static_cast<int>(value.size()));
-  MsgPtr msg(raw);
-  const std::string revision = std::to_string(expected);
-  if (s == NATS_OK) s = natsMsgHeader_Set(msg.get(), kExpectedSubjectSequence, revision.c_str());
-  if (s == NATS_OK && operation != nullptr) {
-    s = natsMsgHeader_Set(msg.get(), kOperationHeader, operation);
-    if (s == NATS_OK && std::string_view(operation) == "PURGE") {
-      s = natsMsgHeader_Set(msg.get(), kRollupHeader, "sub");
-    }
-  }
-  if (s != NATS_OK) return TranslateNatsError(s, 0, "building a JetStream message");
-  jsPubOptions options;
-  jsPubOptions_Init(&options);
-  options.MaxWait = timeout_.count();
-  // Every write that expects revision R of a key carries the message id "SUBJECT@R", so that of
-  // two writers expecting the same R at once, the stream's duplicate check (staged by the leader
-  // when it proposes a message) lets one through even where the expected-sequence check does
-  // not: nats-server before 2.9.21 checks it before proposing, and two concurrent publishes
-  // expecting R could both be stored (nats-server issue 4320; seen here on 2.9.10 with two
-  // takeovers of one lapsed claim). The duplicate is answered as a lost race: nothing written.
-  const std::string msg_id = fmt::format("{}@{}", subject, expected);
-  if (expected > 0) options.MsgId = msg_id.c_str();
-  jsPubAck* ack = nullptr;
-  jsErrCode code = static_cast<jsErrCode>(0);
-  s = js_PublishMsg(&ack, js_, msg.get(), &options, &code);
-  const uint64_t written = ack != nullptr ? ack->Sequence : 0;
-  const bool duplicate = ack != nullptr && ack->Duplicate;
-  jsPubAck_Destroy(ack);
-  if (s == NATS_OK && duplicate) return std::optional<uint64_t>();
-  if (s == NATS_OK) return std::optional<uint64_t>(written);
-  if (code == JSStreamWrongLastSequenceErr) return std::optional<uint64_t>();
-  return TranslateNatsError(s, code, fmt::format("writing to bucket '{}'", bucket));
-}
-
 absl::StatusOr<std::optional<uint64_t>> JetStreamClient::Write(const std::string& bucket,
                                                                const std::string& key,
                                                                std::string_view value,
                                                                uint64_t expected) {
-  return Publish(bucket, key, value, expected, nullptr);
+  std::vector<WriteResult> written =
+      WriteMany({Publish{.bucket = bucket, .key = key, .value = std::string(value),
+                         .expected = expected}});
+  return std::move(written.front());
 }
 
 absl::StatusOr<bool> JetStreamClient::Delete(const std::string& bucket, const std::string& key,
                                              uint64_t expected, bool purge) {
-  absl::StatusOr<std::optional<uint64_t>> written =
-      Publish(bucket, key, {}, expected, purge ? "PURGE" : "DEL");
-  if (!written.ok()) return written.status();
-  return written->has_value();
+  std::vector<WriteResult> written = WriteMany({Publish{
+      .bucket = bucket, .key = key, .expected = expected, .marker = purge ? "PURGE" : "DEL"}});
+  if (!written.front().ok()) return written.front().status();
+  return written.front()->has_value();
 }
 
 }  // namespace idem::nats

@@ -1,7 +1,8 @@
 // The store's one connection to JetStream, and the only place that speaks libnats: reads of a
 // bucket key's last entry from the stream leader, conditional writes (the key-value protocol's
 // Create and Update: a publish that carries the revision it expects), conditional deletes, and
-// the buckets' creation and checks. libnats' errors become absl::Status here, once.
+// the buckets' creation and checks. Writes are published asynchronously (WriteMany), so a batch
+// of them costs one round trip. libnats' errors become absl::Status here, once.
 //
 // A bucket NAME is the stream KV_NAME on subjects $KV.NAME.>, as every NATS key-value client
 // lays it out, so `nats kv` tools see it. Reads go to the stream leader (never a follower's
@@ -13,6 +14,7 @@
 
 #include <nats/nats.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,6 +35,8 @@ struct Entry {
   bool present = false;   // a value (not a delete marker, not nothing)
   std::string value;
 };
+
+struct PendingWrites;  // nats_write_many.cc
 
 // How idem's buckets are made: replicas, max age (the store's retention), one value per key.
 struct BucketSpec {
@@ -79,22 +83,30 @@ class JetStreamClient {
   absl::StatusOr<std::optional<uint64_t>> Write(const std::string& bucket, const std::string& key,
                                                 std::string_view value, uint64_t expected);
 
-  // One write of CreateMany: `value` at `key` of `bucket`, if the key has no entry at all.
-  struct Create {
-    std::string bucket;
-    std::string key;
-    std::string value;
-  };
-  // Sends every create at once, in order (so revisions follow the order within a bucket), and
-  // waits for their acknowledgements: one round trip for the lot. Each result is as Write's.
-  // Errors (the whole call): Internal when the publishes could not be set up.
-  absl::StatusOr<std::vector<absl::StatusOr<std::optional<uint64_t>>>> CreateMany(
-      const std::vector<Create>& creates);
-
   // Deletes the key (a delete marker; `purge`: a purge marker that also drops older revisions) if
   // its last revision is `expected`. Returns false when the key moved on. Errors: as Write.
   absl::StatusOr<bool> Delete(const std::string& bucket, const std::string& key, uint64_t expected,
                               bool purge);
+
+  // One conditional write of WriteMany: `value` at `key` of `bucket` (or, with `marker` "DEL" or
+  // "PURGE", a delete or purge marker) if the key's last revision is `expected` (0: no entry).
+  struct Publish {
+    std::string bucket;
+    std::string key;
+    std::string value;
+    uint64_t expected = 0;
+    const char* marker = nullptr;
+  };
+  using WriteResult = absl::StatusOr<std::optional<uint64_t>>;
+  // Publishes every write at once, in order (so revisions follow the order within a bucket),
+  // without waiting for each acknowledgement before the next: all of them take one round trip.
+  // At most kWindow writes of this client (all calls together) wait for their acknowledgement at
+  // any time; a write beyond waits for a slot. Each write counts once JetStream acknowledged it
+  // (its quorum has it); each result is as Write's: a write with no answer in the timeout (or a
+  // lost connection) is Unavailable, its outcome unknown. Thread-safe; acknowledgements are
+  // taken by one libnats callback for the whole client, no thread is started.
+  std::vector<WriteResult> WriteMany(const std::vector<Publish>& writes);
+  static constexpr size_t kWindow = 1024;
 
   // The last entry of every key that holds a value, each key once (its highest revision seen, even
   // when it is written during the call). Every entry acknowledged before the call is in it,
@@ -111,17 +123,18 @@ class JetStreamClient {
   absl::StatusOr<StreamState> State(const std::string& bucket);
 
  private:
-  JetStreamClient(natsConnection* connection, jsCtx* js, Millis timeout)
-      : connection_(connection), js_(js), timeout_(timeout) {}
-  absl::StatusOr<std::optional<uint64_t>> Publish(const std::string& bucket, const std::string& key,
-                                                  std::string_view value, uint64_t expected,
-                                                  const char* operation);
+  JetStreamClient(natsConnection* connection, jsCtx* js, Millis timeout);
+  // Opens async_js_, whose acknowledgement callback answers the writes of every WriteMany.
+  absl::Status OpenAsync();
   absl::Status CheckBucket(const std::string& bucket, const jsStreamConfig& config,
                            const BucketSpec& spec, bool check_age) const;
 
   natsConnection* connection_;
   jsCtx* js_;
   const Millis timeout_;
+  std::unique_ptr<PendingWrites> pending_;  // WriteMany's writes awaiting their acknowledgement
+  jsCtx* async_js_ = nullptr;                // WriteMany's publishes; its callback's closure: pending_
+  std::atomic<bool> published_{false};       // async_js_ sent something (libnats keeps a list)
 };
 
 }  // namespace idem::nats

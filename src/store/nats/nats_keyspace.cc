@@ -83,56 +83,59 @@ absl::StatusOr<Current> Keyspace::Load(const Scope& scope) {
 
 absl::StatusOr<std::optional<KeyRecord>> Keyspace::Put(const KeyRecord& record, uint64_t expected,
                                                        int64_t replaced_fence) {
-  const Slot slot = Locate(record.scope);
-  std::optional<KeyRecord> stored(record);
-  if (stored->fence == 0) stored->fence = NewFence(slot, expected, replaced_fence);
-  absl::StatusOr<std::optional<uint64_t>> written =
-      client_.Write(slot.bucket, slot.key, EncodeRecord(*stored), expected);
-  if (!written.ok()) {
-    Remember(slot, Current{});  // the write may have gone through: the revision is unknown now
-    return written.status();
-  }
-  if (!written->has_value()) return std::optional<KeyRecord>();
-  Saw(slot.shard, **written);
-  Remember(slot, Current{.revision = **written, .record = stored});
-  return stored;
+  std::vector<Change> one;
+  one.push_back({.record = record, .expected = expected, .replaced_fence = replaced_fence});
+  return std::move(WriteMany(std::move(one)).front());
 }
 
-absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> Keyspace::CreateMany(
-    std::vector<KeyRecord> records) {
-  std::vector<JetStreamClient::Create> creates;
+absl::StatusOr<bool> Keyspace::Remove(const Scope& scope, uint64_t expected, bool purge) {
+  std::vector<Change> one(1);
+  one.front().kind = purge ? Change::Kind::kPurge : Change::Kind::kDelete;
+  one.front().record.scope = scope;
+  one.front().expected = expected;
+  absl::StatusOr<std::optional<KeyRecord>> removed = std::move(WriteMany(std::move(one)).front());
+  if (!removed.ok()) return removed.status();
+  return removed->has_value();
+}
+
+std::vector<absl::StatusOr<std::optional<KeyRecord>>> Keyspace::WriteMany(
+    std::vector<Change> changes) {
+  std::vector<JetStreamClient::Publish> publishes;
   std::vector<Slot> slots;
-  for (KeyRecord& record : records) {
-    slots.push_back(Locate(record.scope));
-    if (record.fence == 0) record.fence = NewFence(slots.back(), 0, 0);
-    creates.push_back({slots.back().bucket, slots.back().key, EncodeRecord(record)});
+  for (Change& change : changes) {
+    slots.push_back(Locate(change.record.scope));
+    JetStreamClient::Publish publish{
+        .bucket = slots.back().bucket, .key = slots.back().key, .expected = change.expected};
+    if (change.kind == Change::Kind::kPut) {
+      if (change.record.fence == 0) {
+        change.record.fence = NewFence(slots.back(), change.expected, change.replaced_fence);
+      }
+      publish.value = EncodeRecord(change.record);
+    } else {
+      publish.marker = change.kind == Change::Kind::kPurge ? "PURGE" : "DEL";
+    }
+    publishes.push_back(std::move(publish));
   }
-  auto written = client_.CreateMany(creates);
-  if (!written.ok()) return written.status();
+  std::vector<JetStreamClient::WriteResult> written = client_.WriteMany(publishes);
   std::vector<absl::StatusOr<std::optional<KeyRecord>>> out;
-  for (size_t i = 0; i < records.size(); ++i) {
-    const absl::StatusOr<std::optional<uint64_t>>& w = (*written)[i];
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const JetStreamClient::WriteResult& w = written[i];
     if (!w.ok()) {
       Remember(slots[i], Current{});  // may have been written: nothing known of its revision
       out.push_back(w.status());
     } else if (!w->has_value()) {
       out.push_back(std::optional<KeyRecord>());
     } else {
-      KeyRecord stored = std::move(records[i]);
       Saw(slots[i].shard, **w);
-      Remember(slots[i], Current{.revision = **w, .record = stored});
-      out.push_back(std::optional<KeyRecord>(std::move(stored)));
+      if (changes[i].kind == Change::Kind::kPut) {
+        Remember(slots[i], Current{.revision = **w, .record = changes[i].record});
+      } else {
+        Remember(slots[i], Current{});
+      }
+      out.push_back(std::optional<KeyRecord>(std::move(changes[i].record)));
     }
   }
   return out;
-}
-
-absl::StatusOr<bool> Keyspace::Remove(const Scope& scope, uint64_t expected, bool purge) {
-  const Slot slot = Locate(scope);
-  absl::StatusOr<bool> removed = client_.Delete(slot.bucket, slot.key, expected, purge);
-  // Removed, or maybe removed (an error: the outcome may be unknown): forget the revision.
-  if (!removed.ok() || *removed) Remember(slot, Current{});
-  return removed;
 }
 
 absl::StatusOr<std::vector<KeyRecord>> Keyspace::LoadShard(int shard, bool skip_foreign,

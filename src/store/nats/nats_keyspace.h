@@ -55,18 +55,26 @@ class Keyspace {
   absl::StatusOr<std::optional<KeyRecord>> Put(const KeyRecord& record, uint64_t expected,
                                                int64_t replaced_fence = 0);
 
-  // Writes each record (a fresh claim: fence 0, given a new fence) if its slot has no entry at
-  // all, all at once and in order. Each result is as Put's.
-  absl::StatusOr<std::vector<absl::StatusOr<std::optional<KeyRecord>>>> CreateMany(
-      std::vector<KeyRecord> records);
-
   // Deletes the scope's record at revision `expected`; false when the slot moved on.
   absl::StatusOr<bool> Remove(const Scope& scope, uint64_t expected, bool purge);
+
+  // One conditional write of WriteMany.
+  struct Change {
+    enum class Kind { kPut, kDelete, kPurge };
+    Kind kind = Kind::kPut;
+    KeyRecord record;       // kPut: the record (fence 0: a new one, above replaced_fence); else
+                            // only its scope counts
+    uint64_t expected = 0;  // the revision it writes over (0: the slot has no entry at all)
+    int64_t replaced_fence = 0;
+  };
+  // Sends every change at once, in order, and waits for each's acknowledgement (one round trip;
+  // JetStreamClient::WriteMany). Each result is as Put's (a removal returns its record back).
+  std::vector<absl::StatusOr<std::optional<KeyRecord>>> WriteMany(std::vector<Change> changes);
 
   // The last in_progress record this Keyspace read or wrote for `scope`, with its revision, if
   // it still remembers one. Possibly stale: only a conditional write on its revision may act on
   // it (a write that succeeds proves it was current); never decide a refusal from it. A write of
-  // the scope that fails (Put, Remove, CreateMany: its outcome may be unknown, the write applied
+  // the scope that fails (Put, Remove, WriteMany: its outcome may be unknown, the write applied
   // and its acknowledgement lost) forgets it, so the next write starts from a read.
   std::optional<Current> Remembered(const Scope& scope);
 

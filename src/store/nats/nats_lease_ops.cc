@@ -15,16 +15,6 @@
 namespace idem::nats {
 namespace {
 
-// Conditional writes that lose to another writer re-read and decide again; each loss means
-// someone else's write went through, so this bound is only hit under extreme contention.
-constexpr int kMaxAttempts = 64;
-
-absl::Status Contended(const Scope& scope) {
-  return absl::UnavailableError(
-      fmt::format("key '{}' of tenant '{}' changed under {} consecutive writes; try again",
-                  scope.key, scope.tenant, kMaxAttempts));
-}
-
 bool Live(const std::optional<KeyRecord>& record, int64_t now) {
   return record.has_value() && record->expires_ms > now;
 }
@@ -73,106 +63,80 @@ KeyRecord TakenOver(KeyRecord live, const std::string& owner, Millis lease, int6
   return live;
 }
 
-LeaseWriteResult Claim(Keyspace& keyspace, const LeaseRules& rules, const LeaseWrite& write,
-                       bool batch) {
-  LeaseWriteResult result;
-  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    const int64_t now = rules.clock.NowMillis();
-    result.now_ms = now;
-    Current current;
-    if (attempt > 0) {  // the first attempt is a Create: most keys are new
-      absl::StatusOr<Current> loaded = keyspace.Load(write.scope);
-      if (!loaded.ok()) return {.status = loaded.status(), .now_ms = now};
-      current = *std::move(loaded);
-    }
-    KeyRecord next;
-    if (Live(current.record, now)) {
-      const KeyRecord& live = *current.record;
-      const bool lapsed = live.state == KeyState::kInProgress && live.lease_until_ms <= now &&
-                          live.fingerprint == write.fingerprint;
-      if (!batch || !lapsed) {
-        // A retry of a claim that went through (its acknowledgement was lost): ours.
-        if (IsOwnClaim(write, live)) return OwnClaimResult(live, now);
-        result.record = live;
-        return result;
+LeaseStep DecideClaim(const LeaseRules& rules, const LeaseWrite& write, bool batch,
+                      const Current& current, int64_t now) {
+  LeaseStep step;
+  step.result.now_ms = now;
+  KeyRecord next;
+  if (Live(current.record, now)) {
+    const KeyRecord& live = *current.record;
+    const bool lapsed = live.state == KeyState::kInProgress && live.lease_until_ms <= now &&
+                        live.fingerprint == write.fingerprint;
+    if (!batch || !lapsed) {
+      step.decided = true;
+      // A retry of a claim that went through (its acknowledgement was lost): ours.
+      if (IsOwnClaim(write, live)) {
+        step.result = OwnClaimResult(live, now);
+      } else {
+        step.result.record = live;
       }
-      next = TakenOver(live, write.owner, write.lease, now, write.response);
-      result.taken_over = true;
-    } else {
-      next = FreshClaim(write, now, rules.retention);
-      result.taken_over = false;
+      return step;
     }
-    absl::StatusOr<std::optional<KeyRecord>> stored = keyspace.Put(
-        next, current.revision, current.record.has_value() ? current.record->fence : 0);
-    if (!stored.ok()) return {.status = stored.status(), .now_ms = now};
-    if (stored->has_value()) {
-      result.claimed = true;
-      result.record = **std::move(stored);
-      result.lease_until_ms = result.record.lease_until_ms;
-      return result;
-    }
+    next = TakenOver(live, write.owner, write.lease, now, write.response);
+    step.result.taken_over = true;
+  } else {
+    next = FreshClaim(write, now, rules.retention);
   }
-  return {.status = Contended(write.scope), .now_ms = result.now_ms};
+  step.change = {.record = std::move(next),
+                 .expected = current.revision,
+                 .replaced_fence = current.record.has_value() ? current.record->fence : 0};
+  return step;
 }
 
 // Heartbeat, Complete, FailFinal, Release: only while the record is live, in_progress and held
 // with the write's fence.
-LeaseWriteResult Fenced(Keyspace& keyspace, const LeaseRules& rules, const LeaseWrite& write,
-                        bool batch) {
+LeaseStep DecideFenced(const LeaseRules& rules, const LeaseWrite& write, bool batch,
+                       Current current, int64_t now) {
   const bool finish =
       write.kind == LeaseWrite::Kind::kComplete || write.kind == LeaseWrite::Kind::kFailFinal;
   const KeyState final_state =
       write.kind == LeaseWrite::Kind::kComplete ? KeyState::kCompleted : KeyState::kFailedFinal;
-  int64_t now = rules.clock.NowMillis();
-  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    now = rules.clock.NowMillis();
-    // First try the record this store last wrote or read, if it shows the write's claim (its
-    // conditional write proves it current); any other answer comes from a read.
-    std::optional<Current> remembered;
-    if (attempt == 0) remembered = keyspace.Remembered(write.scope);
-    const bool usable = remembered.has_value() && Live(remembered->record, now) &&
-                        remembered->record->fence == write.fence;
-    absl::StatusOr<Current> current =
-        usable ? absl::StatusOr<Current>(*std::move(remembered)) : keyspace.Load(write.scope);
-    if (!current.ok()) return {.status = current.status(), .now_ms = now};
-    std::optional<KeyRecord>& record = current->record;
-    if (!Live(record, now)) record.reset();
-    if (!record.has_value() || record->state != KeyState::kInProgress ||
-        record->fence != write.fence) {
-      if (batch && finish && record.has_value() && record->fence == write.fence &&
-          record->state == final_state && record->response == write.response) {
-        return {.now_ms = now};  // the same outcome again: a retry of a write that went through
-      }
-      if (write.kind == LeaseWrite::Kind::kRelease) {
-        return {.status = UnchangedRelease(write, record), .now_ms = now};
-      }
-      return {
-          .status = StaleFenceError(OperationName(write.kind), write.scope, write.fence, record),
-          .now_ms = now};
+  LeaseStep step;
+  step.result.now_ms = now;
+  std::optional<KeyRecord>& record = current.record;
+  if (!Live(record, now)) record.reset();
+  if (!record.has_value() || record->state != KeyState::kInProgress ||
+      record->fence != write.fence) {
+    step.decided = true;
+    if (batch && finish && record.has_value() && record->fence == write.fence &&
+        record->state == final_state && record->response == write.response) {
+      return step;  // the same outcome again: a retry of a write that went through
     }
-    LeaseWriteResult result{.now_ms = now};
-    if (write.kind == LeaseWrite::Kind::kRelease) {
-      absl::StatusOr<bool> removed = keyspace.Remove(write.scope, current->revision, false);
-      if (!removed.ok()) return {.status = removed.status(), .now_ms = now};
-      if (*removed) return result;
-      continue;
-    }
-    KeyRecord next = *record;
-    next.updated_ms = now;
-    if (finish) {
-      next.state = final_state;
-      next.response = write.response;
-      next.expires_ms = now + rules.retention.count();
-    } else {
-      next.lease_until_ms = now + write.lease.count();
-      next.expires_ms = std::max(next.expires_ms, next.lease_until_ms);
-      result.lease_until_ms = next.lease_until_ms;
-    }
-    absl::StatusOr<std::optional<KeyRecord>> stored = keyspace.Put(next, current->revision);
-    if (!stored.ok()) return {.status = stored.status(), .now_ms = now};
-    if (stored->has_value()) return result;
+    step.result.status = write.kind == LeaseWrite::Kind::kRelease
+                             ? UnchangedRelease(write, record)
+                             : StaleFenceError(OperationName(write.kind), write.scope, write.fence,
+                                               record);
+    return step;
   }
-  return {.status = Contended(write.scope), .now_ms = now};
+  step.change.expected = current.revision;
+  if (write.kind == LeaseWrite::Kind::kRelease) {
+    step.change.kind = Keyspace::Change::Kind::kDelete;
+    step.change.record.scope = write.scope;
+    return step;
+  }
+  KeyRecord next = *std::move(record);
+  next.updated_ms = now;
+  if (finish) {
+    next.state = final_state;
+    next.response = write.response;
+    next.expires_ms = now + rules.retention.count();
+  } else {
+    next.lease_until_ms = now + write.lease.count();
+    next.expires_ms = std::max(next.expires_ms, next.lease_until_ms);
+    step.result.lease_until_ms = next.lease_until_ms;
+  }
+  step.change.record = std::move(next);
+  return step;
 }
 
 absl::Status CheckLease(Millis lease) {
@@ -183,61 +147,38 @@ absl::Status CheckLease(Millis lease) {
 
 }  // namespace
 
-LeaseWriteResult ApplyLeaseWrite(Keyspace& keyspace, const LeaseRules& rules,
-                                 const LeaseWrite& write, bool batch) {
-  if (absl::Status valid = ValidateScope(write.scope); !valid.ok()) {
-    return {.status = valid, .now_ms = rules.clock.NowMillis()};
+absl::Status CheckLeaseWrite(const LeaseWrite& write) {
+  IDEM_RETURN_IF_ERROR(ValidateScope(write.scope));
+  if (write.kind == LeaseWrite::Kind::kClaim || write.kind == LeaseWrite::Kind::kHeartbeat) {
+    return CheckLease(write.lease);
   }
-  const bool leased =
-      write.kind == LeaseWrite::Kind::kClaim || write.kind == LeaseWrite::Kind::kHeartbeat;
-  if (absl::Status lease = CheckLease(write.lease); leased && !lease.ok()) {
-    return {.status = lease, .now_ms = rules.clock.NowMillis()};
-  }
-  if (write.kind == LeaseWrite::Kind::kClaim) return Claim(keyspace, rules, write, batch);
-  return Fenced(keyspace, rules, write, batch);
+  return absl::OkStatus();
 }
 
-void CreateFirstClaims(Keyspace& keyspace, const LeaseRules& rules,
-                       std::span<const LeaseWrite> writes, std::vector<LeaseWriteResult>& results,
-                       std::vector<bool>& settled) {
-  const int64_t now = rules.clock.NowMillis();
-  std::set<std::pair<std::string, std::string>> seen;
-  std::vector<size_t> chosen;
-  std::vector<KeyRecord> records;
-  for (size_t i = 0; i < writes.size(); ++i) {
-    const LeaseWrite& w = writes[i];
-    const bool first = seen.emplace(w.scope.tenant, w.scope.key).second;
-    if (!first || w.kind != LeaseWrite::Kind::kClaim || w.lease.count() <= 0 ||
-        !ValidateScope(w.scope).ok()) {
-      continue;
-    }
-    chosen.push_back(i);
-    records.push_back(FreshClaim(w, now, rules.retention));
+bool Usable(const std::optional<Current>& remembered, const LeaseWrite& write, int64_t now) {
+  return remembered.has_value() && Live(remembered->record, now) &&
+         remembered->record->fence == write.fence;
+}
+
+LeaseStep DecideLeaseWrite(const LeaseRules& rules, const LeaseWrite& write, bool batch,
+                           Current current, int64_t now) {
+  if (write.kind == LeaseWrite::Kind::kClaim) {
+    return DecideClaim(rules, write, batch, current, now);
   }
-  if (chosen.empty()) return;
-  auto created = keyspace.CreateMany(std::move(records));
-  if (!created.ok()) return;  // each claim then goes the single way
-  for (size_t c = 0; c < chosen.size(); ++c) {
-    absl::StatusOr<std::optional<KeyRecord>>& one = (*created)[c];
-    LeaseWriteResult& result = results[chosen[c]];
-    if (one.ok() && !one->has_value()) continue;  // the key exists: decided by a read
-    settled[chosen[c]] = true;
-    result.now_ms = now;
-    if (!one.ok()) {
-      result.status = one.status();
-      continue;
-    }
-    result.claimed = true;
-    result.record = **std::move(one);
-    result.lease_until_ms = result.record.lease_until_ms;
-  }
+  return DecideFenced(rules, write, batch, std::move(current), now);
+}
+
+absl::Status Contended(const Scope& scope) {
+  return absl::UnavailableError(
+      fmt::format("key '{}' of tenant '{}' changed under {} consecutive writes; try again",
+                  scope.key, scope.tenant, kMaxLeaseAttempts));
 }
 
 absl::StatusOr<KeyRecord> TakeOverKey(Keyspace& keyspace, const LeaseRules& rules,
                                       const ClaimRequest& request, int64_t expected_fence) {
   IDEM_RETURN_IF_ERROR(ValidateScope(request.scope));
   IDEM_RETURN_IF_ERROR(CheckLease(request.lease));
-  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+  for (int attempt = 0; attempt < kMaxLeaseAttempts; ++attempt) {
     const int64_t now = rules.clock.NowMillis();
     IDEM_ASSIGN_OR_RETURN(Current current, keyspace.Load(request.scope));
     if (!Live(current.record, now)) {

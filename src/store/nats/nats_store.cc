@@ -5,8 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -115,7 +113,7 @@ class NatsStore final : public Store {
 
  private:
   LeaseWriteResult Single(const LeaseWrite& write) {
-    return ApplyLeaseWrite(keyspace_, rules_, write, /*batch=*/false);
+    return std::move(ApplyLeaseWrites(keyspace_, rules_, {&write, 1}, /*batch=*/false).front());
   }
 
   std::unique_ptr<JetStreamClient> client_;
@@ -177,38 +175,11 @@ absl::Status NatsStore::Purge(const Scope& scope) {
                   scope.tenant));
 }
 
-// Claims of keys the batch has not written before go out first, together (one round trip).
-// The other writes follow: writes on one scope in order, one after the other; writes on
-// different scopes in parallel (each a round trip to the bucket's leader), a few threads at once.
+// Every write of the batch in rounds, each round's conditional writes published together
+// (ApplyLeaseWrites): a batch of claims and completions of different keys is one round trip.
 absl::StatusOr<std::vector<LeaseWriteResult>> NatsStore::ApplyLeaseBatch(
     std::span<const LeaseWrite> writes) {
-  std::vector<LeaseWriteResult> results(writes.size());
-  std::vector<bool> settled(writes.size(), false);
-  CreateFirstClaims(keyspace_, rules_, writes, results, settled);
-  std::vector<std::vector<size_t>> chains;
-  for (size_t i = 0; i < writes.size(); ++i) {
-    if (settled[i]) continue;
-    auto same = std::find_if(chains.begin(), chains.end(), [&](const std::vector<size_t>& c) {
-      return writes[c.front()].scope == writes[i].scope;
-    });
-    if (same == chains.end()) {
-      chains.push_back({i});
-    } else {
-      same->push_back(i);
-    }
-  }
-  std::atomic<size_t> next{0};
-  const auto work = [&] {
-    for (size_t c = next++; c < chains.size(); c = next++) {
-      for (size_t i : chains[c]) results[i] = ApplyLeaseWrite(keyspace_, rules_, writes[i], true);
-    }
-  };
-  constexpr size_t kMaxThreads = 16;
-  std::vector<std::jthread> helpers;
-  for (size_t t = 1; t < std::min(kMaxThreads, chains.size()); ++t) helpers.emplace_back(work);
-  work();
-  helpers.clear();  // joins
-  return results;
+  return ApplyLeaseWrites(keyspace_, rules_, writes, /*batch=*/true);
 }
 
 }  // namespace
