@@ -83,7 +83,11 @@ void OnAck(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* closur
       (*call->results)[index] = ResultOf(ack, error, (*call->writes)[index]);
       --call->unanswered;
       pending->sent.erase(it);
-      pending->changed.notify_all();
+      // Wakes the waiting calls only when one may go on: its last answer came, or the window was
+      // full (a call may wait for a slot); not once per acknowledgement.
+      if (call->unanswered == 0 || pending->sent.size() + 1 == JetStreamClient::kWindow) {
+        pending->changed.notify_all();
+      }
     }
   } catch (...) {
   }
