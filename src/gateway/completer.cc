@@ -168,15 +168,17 @@ class Completer {
     spdlog::info("recovering key '{}' (fence {}, attempt {} of {}, {})", record.scope.key, fence,
                  note.attempts, ctx_.config.recover_attempts,
                  route.recover == RecoverMode::kResend ? "resend" : "status");
-    Verdict verdict = co_await Ask(route, record.scope.key, note);
+    Verdict verdict = co_await Ask(route, record.scope.key, note, fence);
     co_await Settle(record.scope, fence, note.attempts, std::move(verdict));
   }
 
-  asio::awaitable<Verdict> Ask(const Route& route, const std::string& key,
-                               const RecoveryNote& note) {
+  asio::awaitable<Verdict> Ask(const Route& route, const std::string& key, const RecoveryNote& note,
+                               int64_t fence) {
     http::request<http::string_body> request =
         route.recover == RecoverMode::kResend ? RequestOf(note) : StatusRequest(route, note, key);
     request.set(retry::kDeadlineHeader, retry::FormatDeadlineHeader(ctx_.config.upstream_timeout));
+    // The completer's own fence, over the one the stored request went with.
+    if (!route.fence_header.empty()) request.set(route.fence_header, std::to_string(fence));
     UpstreamAnswer answer =
         co_await ForwardBuffered(pool_, std::move(request), ctx_.config.upstream_timeout);
     co_return route.recover == RecoverMode::kResend ? ResendVerdict(route, std::move(answer))

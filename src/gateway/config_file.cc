@@ -164,6 +164,8 @@ absl::Status Reader::Route(const toml::table& table, gateway::Route& route) cons
       s = Fraction(node, key, route.delay_answer_fraction);
     else if (key == "delay_answer")
       s = Duration(node, key, route.delay_answer);
+    else if (key == "fence_header")
+      s = String(node, key, route.fence_header);
     else if (key != "key" && key != "key_pointer" && key != "in_flight" && key != "recover")
       return Error(k.source(), fmt::format("unknown route setting '{}'; see docs/gateway.md", key));
     if (!s.ok()) return s;

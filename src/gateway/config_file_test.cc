@@ -35,6 +35,7 @@ final_statuses = [409]
 [[route]]
 path_prefix = "/events"
 key_pointer = "/id"
+fence_header = "Idempotency-Fence"
 )");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->listen, "127.0.0.1:8080");
@@ -56,6 +57,8 @@ key_pointer = "/id"
   EXPECT_EQ(hook.final_statuses, std::vector<int>{409});
   EXPECT_EQ(c->routes[1].key_source, KeySource::kJsonPointer);
   EXPECT_EQ(c->routes[1].key_pointer, "/id");
+  EXPECT_EQ(c->routes[1].fence_header, "Idempotency-Fence");
+  EXPECT_EQ(hook.fence_header, "");  // off by default
   EXPECT_EQ(c->routes[1].methods, (std::vector<std::string>{"POST", "PATCH"}));
   EXPECT_TRUE(ValidateConfig(*c).ok()) << ValidateConfig(*c);
 }

@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "core/json_pointer.h"
+#include "idem/retry/deadline.h"
 #include "idem/retry/duration.h"
 
 namespace idem::gateway {
@@ -53,6 +54,36 @@ absl::Status ValidateAnswerFaults(const Route& route, std::string_view where) {
   return absl::OkStatus();
 }
 
+// A fence header must be a header name of its own: not the key's, nor one the gateway sets on
+// every forward or that describes the message or the connection.
+absl::Status ValidateFenceHeader(const Route& route, const std::string& where) {
+  if (route.fence_header.empty()) return absl::OkStatus();
+  if (!IsHeaderName(route.fence_header))
+    return Bad(
+        fmt::format("{}: fence_header '{}' is not a header name", where, route.fence_header));
+  const auto same = [&](std::string_view taken) {
+    return std::equal(taken.begin(), taken.end(), route.fence_header.begin(),
+                      route.fence_header.end(), [](char a, char b) {
+                        return std::tolower(static_cast<unsigned char>(a)) ==
+                               std::tolower(static_cast<unsigned char>(b));
+                      });
+  };
+  for (std::string_view taken :
+       {std::string_view(route.key_header), std::string_view("Idempotency-Key"),
+        retry::kDeadlineHeader, std::string_view("Host"), std::string_view("Content-Length"),
+        std::string_view("Content-Type"), std::string_view("Content-Encoding"),
+        std::string_view("Transfer-Encoding"), std::string_view("Connection"),
+        std::string_view("Upgrade"), std::string_view("TE"), std::string_view("Trailer"),
+        std::string_view("Keep-Alive")}) {
+    if (same(taken))
+      return Bad(
+          fmt::format("{}: fence_header '{}' is a header the gateway or HTTP already "
+                      "uses; name one of its own, e.g. \"Idempotency-Fence\"",
+                      where, route.fence_header));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateRoute(const Route& route, Millis lease, size_t index) {
@@ -89,6 +120,7 @@ absl::Status ValidateRoute(const Route& route, Millis lease, size_t index) {
   if (route.recover != RecoverMode::kStatus &&
       (!route.status_url.empty() || route.recovered_status != 0))
     return Bad(fmt::format("{}: status_url and recovered_status need recover = \"status\"", where));
+  if (absl::Status s = ValidateFenceHeader(route, where); !s.ok()) return s;
   if (route.recovered_status != 0 && (route.recovered_status < 100 || route.recovered_status > 599))
     return Bad(fmt::format("{}: recovered_status {} is not an HTTP status; use 100-599", where,
                            route.recovered_status));

@@ -72,6 +72,10 @@ struct Route {
 
   // Whether the route loses or delays any answer on purpose.
   bool HasAnswerFaults() const { return lose_answer_fraction > 0 || delay_answer_fraction > 0; }
+  // A header that carries the key's fence (the claim's, or the completer's after a takeover) on
+  // every guarded forward and every recovery request, replacing any the client sent, so that an
+  // upstream can refuse a holder older than one it has seen. Default (empty): none.
+  std::string fence_header;
 
   bool operator==(const Route&) const = default;
 };

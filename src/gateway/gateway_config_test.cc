@@ -103,6 +103,21 @@ TEST(ValidateRoute, AnswerFaultsAreFractionsWithADelay) {
       << s;
 }
 
+TEST(ValidateConfig, AFenceHeaderMustBeAHeaderNameOfItsOwn) {
+  GatewayConfig c = Minimal();
+  c.routes = {{.fence_header = "Idempotency-Fence"}};
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  for (const char* bad : {"Bad Header", "idempotency-key", "Host", "content-length",
+                          "Idem-Deadline-Ms", "Connection", "Transfer-Encoding"}) {
+    c.routes = {{.fence_header = bad}};
+    absl::Status s = ValidateConfig(c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("fence_header"), std::string_view::npos) << s;
+  }
+  c.routes = {{.key_header = "webhook-id", .fence_header = "Webhook-ID"}};  // the route's key
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(FindRoute, FirstMatchingRouteWins) {
   GatewayConfig c = Minimal();
   c.routes = {{.methods = {"POST"}, .path_prefix = "/a", .key_required = true},

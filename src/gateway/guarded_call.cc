@@ -166,6 +166,8 @@ asio::awaitable<GuardedAnswer> Execute(GatewayContext& ctx, UpstreamPool& pool, 
       ctx.in_flight.HoldKey(guarded.scope, fence, lease_end, std::move(executor), &lost);
   ctx.metrics.keys_in_flight.fetch_add(1, std::memory_order_relaxed);
   request.set(retry::kDeadlineHeader, retry::FormatDeadlineHeader(ctx.config.upstream_timeout));
+  // The holder's fence, over any value the client sent: an upstream may refuse an older holder.
+  if (!route.fence_header.empty()) request.set(route.fence_header, std::to_string(fence));
   const auto start = Steady::now();
   UpstreamAnswer upstream =
       co_await ForwardWithinLease(ctx, pool, ticket, guarded.scope, lost, std::move(request));
