@@ -5,6 +5,8 @@
 # idem serve on
 #   sqlite       SQLite, synchronous=FULL (the default), a fresh file under the build folder
 #   postgres     a private PostgreSQL server (scripts/pg-fixture.sh: fsync, synchronous_commit on)
+#   postgres-2gw two idem serve processes on that server's database, each loaded by its own wrk
+#                -t1 with half the connections at the same time; req/s is their sum
 #   nats-1       a three-node JetStream cluster (scripts/nats-fixture.sh), R=3, 1 shard
 #   nats-4       the same cluster, R=3, 4 shards
 #   nats-2gw     two idem serve processes on one bucket (R=3, 1 shard), each loaded by its own
@@ -16,14 +18,16 @@
 #
 #   bench/store/serve.sh [BUILD_DIR]     default build/release (cmake --preset release; targets
 #                                        idem charges)
-# Environment: DURATION (10s), CONNECTIONS (64), THREADS (2), ROWS (all of the above, by name).
+# Environment: DURATION (10s), CONNECTIONS (64), THREADS (2), ROWS (all of the above, by name),
+# IDEM_SERVE_ARGS (more flags for every idem serve, e.g. "--store-writers 2"; none).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build/release}
 duration=${DURATION:-10s}
 connections=${CONNECTIONS:-64}
 threads=${THREADS:-2}
-rows=" ${ROWS:-sqlite postgres nats-1 nats-4 nats-2gw} "
+rows=" ${ROWS:-sqlite postgres postgres-2gw nats-1 nats-4 nats-2gw} "
+read -r -a extra_args <<<"${IDEM_SERVE_ARGS:-}"
 idem_bin=$build/src/cli/idem
 charges_bin=$build/examples/charges/charges
 unique_lua=$root/bench/store/unique.lua
@@ -53,7 +57,7 @@ start_idem() {
   port=$(free_port)
   admin=$(free_port)
   "$idem_bin" serve --listen "127.0.0.1:$port" --upstream "$upstream" --store "$1" \
-    --admin "127.0.0.1:$admin" 2>>"$work/idem.log" &
+    --admin "127.0.0.1:$admin" "${extra_args[@]}" 2>>"$work/idem.log" &
   idem_pid=$!
   pids+=("$idem_pid")
   idem_url=http://127.0.0.1:$port
@@ -123,6 +127,26 @@ measure() {
   row "$name" $result $(cpu_per_request $(awk '{print $4}' <<<"$result") "$idem_pid")
   stop_idem "$idem_pid"
 }
+# measure_two NAME STORE: two idem serve on STORE, each loaded by its own wrk -t1 with half the
+# connections at the same time; one row of their sums (p50: the mean, p99: the larger).
+measure_two() {
+  local name=$1 first_pid first_url wrk1 r1 p50a p99a n1 x1 e1 r2 p50b p99b n2 x2 e2
+  start_idem "$2"
+  first_pid=$idem_pid first_url=$idem_url
+  start_idem "$2"
+  cpu_before "$first_pid" "$idem_pid"
+  load "$first_url" 1 $((connections / 2)) "$name-1" >"$work/gw1" &
+  wrk1=$!
+  load "$idem_url" 1 $((connections / 2)) "$name-2" >"$work/gw2"
+  wait "$wrk1"
+  read -r r1 p50a p99a n1 x1 e1 <"$work/gw1"
+  read -r r2 p50b p99b n2 x2 e2 <"$work/gw2"
+  # shellcheck disable=SC2046
+  row "$name" $((r1 + r2)) $(((p50a + p50b) / 2)) $((p99a > p99b ? p99a : p99b)) \
+    $((n1 + n2)) $((x1 + x2)) $((e1 + e2)) $(cpu_per_request $((n1 + n2)) "$first_pid" "$idem_pid")
+  stop_idem "$idem_pid"
+  stop_idem "$first_pid"
+}
 
 echo "idem serve unique keys per store: commit $(git -C "$root" rev-parse --short HEAD)," \
   "wrk -t$threads -c$connections -d$duration; load average at start:$(uptime | sed 's/.*load average://')"
@@ -135,10 +159,11 @@ for _ in $(seq 100); do curl -sf "$upstream/stats" >/dev/null && break; sleep 0.
 echo "| row | req/s | p50 ms | p99 ms | requests | non-2xx | errors | idem µs/req | store µs/req |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 if wanted sqlite; then measure sqlite "sqlite:$build/serve-bench.db"; rm -f "$build"/serve-bench.db*; fi
-if wanted postgres; then
+if wanted postgres || wanted postgres-2gw; then
   "$root/scripts/pg-fixture.sh" start "$work/pg" >/dev/null
   store_kind=postgres
-  measure postgres "$(cat "$work/pg/uri")"
+  if wanted postgres; then measure postgres "$(cat "$work/pg/uri")"; fi
+  if wanted postgres-2gw; then measure_two postgres-2gw "$(cat "$work/pg/uri")"; fi
   store_kind=none
   "$root/scripts/pg-fixture.sh" stop "$work/pg" >/dev/null
 fi
@@ -148,23 +173,6 @@ if wanted nats-1 || wanted nats-4 || wanted nats-2gw; then
   store_kind=nats
   if wanted nats-1; then measure nats-1 "nats://$hosts?replicas=3&bucket=serve1"; fi
   if wanted nats-4; then measure nats-4 "nats://$hosts?replicas=3&shards=4&bucket=serve4"; fi
-  if wanted nats-2gw; then
-    store="nats://$hosts?replicas=3&bucket=serve2gw"
-    start_idem "$store"
-    first_pid=$idem_pid first_url=$idem_url
-    start_idem "$store"
-    cpu_before "$first_pid" "$idem_pid"
-    load "$first_url" 1 $((connections / 2)) gw1 >"$work/gw1" &
-    wrk1=$!
-    load "$idem_url" 1 $((connections / 2)) gw2 >"$work/gw2"
-    wait "$wrk1"
-    read -r r1 p50a p99a n1 x1 e1 <"$work/gw1"
-    read -r r2 p50b p99b n2 x2 e2 <"$work/gw2"
-    # shellcheck disable=SC2046
-    row nats-2gw $((r1 + r2)) $(((p50a + p50b) / 2)) $((p99a > p99b ? p99a : p99b)) \
-      $((n1 + n2)) $((x1 + x2)) $((e1 + e2)) $(cpu_per_request $((n1 + n2)) "$first_pid" "$idem_pid")
-    stop_idem "$idem_pid"
-    stop_idem "$first_pid"
-  fi
+  if wanted nats-2gw; then measure_two nats-2gw "nats://$hosts?replicas=3&bucket=serve2gw"; fi
 fi
 echo "load average at end:$(uptime | sed 's/.*load average://')"

@@ -61,6 +61,7 @@ struct Flags {
   int io_threads = 0;
   int max_pending_outcomes = 0;
   int store_threads = 0;
+  int store_writers = 0;
 };
 
 // Applies every flag given on the command line over `config` (the config file's settings).
@@ -76,6 +77,7 @@ absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayCon
   config.allow_faults = f.allow_faults;  // the command line's only: never from the file
   if (given("--io-threads")) config.io_threads = f.io_threads;
   if (given("--store-threads")) config.store_threads = f.store_threads;
+  if (given("--store-writers")) config.store_writers = f.store_writers;
   if (given("--max-pending-outcomes")) config.max_pending_outcomes = f.max_pending_outcomes;
   struct DurationFlag {
     const char* name;
@@ -229,8 +231,10 @@ int Serve(const gateway::GatewayConfig& config, const std::string& file, const R
   // A store file that reaches the process's file size limit (ulimit -f) must fail the write it
   // was part of (SQLite: "database or disk is full", a 503), not kill the gateway.
   std::signal(SIGXFSZ, SIG_IGN);
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(
-      config.store, {.retention = config.retention, .lock_timeout = config.store_lock_timeout});
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      OpenStore(config.store, {.retention = config.retention,
+                               .lock_timeout = config.store_lock_timeout,
+                               .max_connections = gateway::StoreConnections(config)});
   if (!store.ok() &&
       (absl::IsInvalidArgument(store.status()) || absl::IsUnimplemented(store.status()))) {
     // A malformed store URI, or one this build cannot open: a usage error like a bad flag.
@@ -249,8 +253,9 @@ int Serve(const gateway::GatewayConfig& config, const std::string& file, const R
     return kExitFailed;
   }
   gateway::Metrics metrics;
-  std::unique_ptr<gateway::KeyService> keys =
-      gateway::NewGroupCommitKeyService(**store, metrics, {.readers = config.store_threads});
+  std::unique_ptr<gateway::KeyService> keys = gateway::NewGroupCommitKeyService(
+      **store, metrics,
+      {.readers = config.store_threads, .writers = gateway::StoreWriters(config)});
   absl::StatusOr<std::unique_ptr<gateway::Server>> server =
       gateway::StartServer(config, **store, *keys, metrics);
   if (!server.ok()) {
@@ -345,7 +350,10 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
                   "Bytes of outcomes kept while their recording is retried (64MiB)");
   cmd->add_option("--io-threads", f->io_threads, "io threads (default: one per core)");
   cmd->add_option("--store-threads", f->store_threads,
-                  "Threads reading the store for replays and waits (2); one more writes");
+                  "Threads reading the store for replays and waits (2)");
+  cmd->add_option("--store-writers", f->store_writers,
+                  "Threads writing the store, one batch in flight each (0: the store's default, "
+                  "4 on PostgreSQL, 1 on SQLite and JetStream)");
   cmd->add_option("--log-format", f->log_format,
                   "text, or json: one object per line, keys only as hashes (text)")
       ->check(CLI::IsMember({"text", "json"}));

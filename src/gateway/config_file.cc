@@ -205,6 +205,8 @@ absl::Status Reader::Top(const toml::table& table, GatewayConfig& config) const 
       s = Int(node, key, config.io_threads);
     else if (key == "store_threads")
       s = Int(node, key, config.store_threads);
+    else if (key == "store_writers")
+      s = Int(node, key, config.store_writers);
     else if (key == "max_connections")
       s = Int(node, key, config.max_connections);
     else if (key == "max_requests_per_connection")

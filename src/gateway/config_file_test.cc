@@ -21,6 +21,7 @@ max_body = "64KiB"
 require_key = true
 tenant_header = "X-Tenant"
 max_requests_per_connection = 500
+store_writers = 6
 
 [[route]]
 methods = ["POST"]
@@ -46,6 +47,7 @@ fence_header = "Idempotency-Fence"
   EXPECT_TRUE(c->require_key);
   EXPECT_EQ(c->tenant_header, "X-Tenant");
   EXPECT_EQ(c->max_requests_per_connection, 500);
+  EXPECT_EQ(c->store_writers, 6);
   ASSERT_EQ(c->routes.size(), 2u);
   const Route& hook = c->routes[0];
   EXPECT_EQ(hook.methods, std::vector<std::string>{"POST"});

@@ -147,6 +147,8 @@ absl::Status ValidateSettings(const GatewayConfig& config) {
     return Bad(fmt::format("--tenant-header '{}' is not a header name", config.tenant_header));
   if (config.io_threads < 0 || config.store_threads < 1 || config.max_connections < 1)
     return Bad("io threads must be 0 or more, store threads and max connections 1 or more");
+  if (config.store_writers < 0 || config.store_writers > 64)
+    return Bad("--store-writers must be 0 (the store's default) to 64");
   if (config.max_requests_per_connection < 1)
     return Bad("max_requests_per_connection must be 1 or more");
   if (config.record_wait <= 0ms) return Bad("--record-wait must be above 0");
@@ -194,6 +196,16 @@ OutcomeClass ClassifyOutcome(const Route& route, int status) {
   return OutcomeClassifier().Classify(status);
 }
 
+int StoreWriters(const GatewayConfig& config) {
+  if (config.store_writers > 0) return config.store_writers;
+  const std::string_view store = config.store;
+  return store.starts_with("postgresql://") || store.starts_with("postgres://") ? 4 : 1;
+}
+
+int StoreConnections(const GatewayConfig& config) {
+  return std::max(8, StoreWriters(config) + config.store_threads + 2);
+}
+
 absl::Status ValidateConfig(const GatewayConfig& config) {
   if (absl::Status s = ValidateSettings(config); !s.ok()) return s;
   for (size_t i = 0; i < config.routes.size(); ++i) {
@@ -229,6 +241,7 @@ std::vector<std::string> RestartSettingsChanged(const GatewayConfig& a, const Ga
   check("tenant_header", a.tenant_header == b.tenant_header);
   check("io_threads", a.io_threads == b.io_threads);
   check("store_threads", a.store_threads == b.store_threads);
+  check("store_writers", a.store_writers == b.store_writers);
   check("max_connections", a.max_connections == b.max_connections);
   check("max_requests_per_connection",
         a.max_requests_per_connection == b.max_requests_per_connection);

@@ -97,7 +97,10 @@ struct GatewayConfig {
   bool require_key = false;   // the default route requires a key
   std::string tenant_header;  // empty: SHA-256 of Authorization, else the global scope
   int io_threads = 0;         // 0: one per core
-  int store_threads = 2;      // threads reading the store (gets); one more thread writes
+  int store_threads = 2;      // threads reading the store (gets)
+  // Threads writing the store, each applying one batch at a time to its own share of the keys;
+  // 0 (default): the store's own default, StoreWriters().
+  int store_writers = 0;
   int max_connections = 10000;
   // Requests one client connection may carry; the answer to the last says Connection: close.
   int max_requests_per_connection = 10000;
@@ -112,7 +115,7 @@ struct GatewayConfig {
   // bound a new guarded request gets 503 before anything is forwarded.
   int max_pending_outcomes = 10000;
   int64_t max_pending_bytes = 64 << 20;
-  std::vector<Route> routes;    // first match wins; empty: one default route
+  std::vector<Route> routes;  // first match wins; empty: one default route
   // The completer (routes with `recover`): how often each gateway looks for lapsed claims, and
   // the most recovery attempts one key gets before it is recorded failed_final.
   Millis recover_interval = 5s;
@@ -133,6 +136,16 @@ const Route* FindRoute(const GatewayConfig& config, std::string_view method,
 // its transient statuses (a status in both lists is transient). Builds no classifier: it runs
 // once per executed request.
 OutcomeClass ClassifyOutcome(const Route& route, int status);
+
+// Returns the writer threads for config.store: store_writers when set, else 4 on PostgreSQL
+// (concurrent transactions commit side by side, so several batches in flight hide each one's
+// round trips and commit flush) and 1 on SQLite (one write lock: a second writer would only wait
+// for it) and on JetStream.
+int StoreWriters(const GatewayConfig& config);
+
+// Returns the most store connections `idem serve` opens (StoreOptions::max_connections): one per
+// writer and reader thread, two more for the sweeper and the completer, and at least 8.
+int StoreConnections(const GatewayConfig& config);
 
 // Returns OK when the settings can run, else InvalidArgument saying what to change: a missing
 // listen, upstream or store; upstream_timeout not shorter than lease; a non-positive duration or

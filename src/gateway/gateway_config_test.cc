@@ -118,6 +118,29 @@ TEST(ValidateConfig, AFenceHeaderMustBeAHeaderNameOfItsOwn) {
   EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Several writers on PostgreSQL, one on SQLite and JetStream, unless the setting says otherwise;
+// the store's connection pool holds every writer and reader thread.
+TEST(StoreWriters, DefaultsPerStoreAndTheSettingWins) {
+  GatewayConfig c = Minimal();
+  EXPECT_EQ(StoreWriters(c), 1);
+  EXPECT_EQ(StoreConnections(c), 8);
+  c.store = "postgresql://idem@127.0.0.1/idem";
+  EXPECT_EQ(StoreWriters(c), 4);
+  c.store = "postgres://idem@127.0.0.1/idem";
+  EXPECT_EQ(StoreWriters(c), 4);
+  c.store = "nats://127.0.0.1:4222?bucket=k";
+  EXPECT_EQ(StoreWriters(c), 1);
+  c.store_writers = 12;
+  c.store_threads = 3;
+  EXPECT_EQ(StoreWriters(c), 12);
+  EXPECT_EQ(StoreConnections(c), 17);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.store_writers = -1;
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c.store_writers = 65;
+  EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(FindRoute, FirstMatchingRouteWins) {
   GatewayConfig c = Minimal();
   c.routes = {{.methods = {"POST"}, .path_prefix = "/a", .key_required = true},
@@ -186,8 +209,9 @@ TEST(RestartSettingsChanged, NamesEverySettingButTheRoutesAndRequireKey) {
   next.listen = "127.0.0.1:8081";
   next.lease = 40s;
   next.drain_timeout = 1s;
+  next.store_writers = 2;
   EXPECT_EQ(RestartSettingsChanged(running, next),
-            (std::vector<std::string>{"listen", "lease", "drain_timeout"}));
+            (std::vector<std::string>{"listen", "lease", "store_writers", "drain_timeout"}));
 }
 
 }  // namespace

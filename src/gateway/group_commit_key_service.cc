@@ -5,7 +5,10 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -93,24 +96,32 @@ class GroupCommitKeyService final : public KeyService {
  public:
   GroupCommitKeyService(Store& store, Metrics& metrics, GroupCommitOptions options)
       : store_(store), metrics_(metrics), options_(options) {
-    writer_ = std::thread([this] { Guarded("writer", [this] { WriteLoop(); }); });
+    for (int i = 0; i < options_.writers; ++i) writes_.push_back(std::make_unique<WorkQueue>());
+    for (int i = 0; i < options_.writers; ++i) {
+      WorkQueue& queue = *writes_[static_cast<size_t>(i)];
+      writers_.emplace_back([this, &queue] { Guarded("writer", [&] { WriteLoop(queue); }); });
+    }
     for (int i = 0; i < options_.readers; ++i)
       readers_.emplace_back([this] { Guarded("reader", [this] { ReadLoop(); }); });
   }
   ~GroupCommitKeyService() override { Shutdown(); }
 
   void Submit(KeyOp op, boost::asio::any_io_executor executor, Done done) override {
-    WorkQueue& queue = op.kind == KeyOp::Kind::kGet ? reads_ : writes_;
+    WorkQueue& queue =
+        op.kind == KeyOp::Kind::kGet ? reads_ : *writes_[WriterOf(op.scope, options_.writers)];
     Item item{std::move(op), std::move(executor), std::move(done)};
     if (queue.Push(item)) return;
     Deliver(item, {.status = absl::UnavailableError("the gateway is shutting down")});
   }
 
+  // Every queue stops taking new work first, then each thread finishes what its queue holds.
   void Shutdown() override {
     std::lock_guard<std::mutex> lock(shutdown_mu_);
-    writes_.Stop();
+    for (auto& queue : writes_) queue->Stop();
     reads_.Stop();
-    if (writer_.joinable()) writer_.join();
+    for (std::thread& t : writers_) {
+      if (t.joinable()) t.join();
+    }
     for (std::thread& t : readers_) {
       if (t.joinable()) t.join();
     }
@@ -129,9 +140,9 @@ class GroupCommitKeyService final : public KeyService {
     }
   }
 
-  void WriteLoop() {
+  void WriteLoop(WorkQueue& queue) {
     for (;;) {
-      std::vector<Item> batch = writes_.Take(options_.max_batch);
+      std::vector<Item> batch = queue.Take(options_.max_batch);
       if (batch.empty()) return;
       Commit(batch);
     }
@@ -172,14 +183,22 @@ class GroupCommitKeyService final : public KeyService {
   Store& store_;
   Metrics& metrics_;
   const GroupCommitOptions options_;
-  WorkQueue writes_;
+  std::vector<std::unique_ptr<WorkQueue>> writes_;  // one per writer; never resized
   WorkQueue reads_;
   std::mutex shutdown_mu_;
-  std::thread writer_;
+  std::vector<std::thread> writers_;
   std::vector<std::thread> readers_;
 };
 
 }  // namespace
+
+size_t WriterOf(const Scope& scope, int writers) {
+  if (writers <= 1) return 0;
+  const size_t tenant = std::hash<std::string_view>{}(scope.tenant);
+  const size_t key = std::hash<std::string_view>{}(scope.key);
+  // Mixes the two so that ("a", "b") and ("b", "a") land apart.
+  return (tenant * 0x9e3779b97f4a7c15ULL ^ key) % static_cast<size_t>(writers);
+}
 
 std::unique_ptr<KeyService> NewGroupCommitKeyService(Store& store, Metrics& metrics,
                                                      GroupCommitOptions options) {

@@ -1,12 +1,16 @@
 // Internal: the KeyService `idem serve` runs on. Writes (claim, heartbeat, complete, fail_final,
-// release) go to ONE writer thread that takes every write queued while its previous batch was
-// committing (up to max_batch), applies them with one Store::ApplyLeaseBatch (one transaction,
-// one durable commit), and only then posts each result to its caller's executor. Reads (get, for
-// replays and waits) go to a few reader threads and never queue behind the writer, so a replay
-// never waits for, nor takes, the store's write lock.
+// release) go to one of `writers` writer threads, chosen by a hash of the key's scope (WriterOf),
+// so every write of one key goes to the same writer and is applied in the order submitted. Each
+// writer takes every write queued for it while its previous batch was committing (up to
+// max_batch), applies them with one Store::ApplyLeaseBatch (one transaction, one durable commit),
+// and only then posts each result to its caller's executor. Several writers keep several batches
+// in flight, for stores that commit concurrent transactions side by side (PostgreSQL); their
+// batches never share a key. Reads (get, for replays and waits) go to a few reader threads and
+// never queue behind a writer, so a replay never waits for, nor takes, the store's write lock.
 //
-// A batch the store refuses as a whole (Unavailable) reports that status to every caller in it.
-// Shutdown stops accepting, finishes every operation already queued, then joins the threads.
+// A batch the store refuses as a whole (Unavailable) reports that status to every caller in it,
+// and to no one else. Shutdown stops accepting, finishes every operation already queued on every
+// writer and reader, then joins the threads.
 //
 // Thread-safety: Submit and Shutdown may be called from any thread at once.
 #ifndef IDEM_GATEWAY_GROUP_COMMIT_KEY_SERVICE_H_
@@ -22,9 +26,14 @@
 namespace idem::gateway {
 
 struct GroupCommitOptions {
-  size_t max_batch = 256;  // most writes in one batch; >= 1
+  size_t max_batch = 256;  // most writes in one batch (per writer); >= 1
   int readers = 2;         // threads serving gets; >= 1
+  int writers = 1;         // threads applying batches, each its own keys; >= 1
 };
+
+// Returns the writer (0 to writers - 1) that applies every write of `scope`.
+// REQUIRES: writers >= 1.
+size_t WriterOf(const Scope& scope, int writers);
 
 // Returns the group-committing service over `store`; batch sizes and commits are counted in
 // `metrics` (batch_sizes, commits, failed_commits).
