@@ -352,8 +352,7 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--store-threads", f->store_threads,
                   "Threads reading the store for replays and waits (2)");
   cmd->add_option("--store-writers", f->store_writers,
-                  "Threads writing the store, one batch in flight each (0: the store's default, "
-                  "4 on PostgreSQL, 1 on SQLite and JetStream)");
+                  "Threads writing the store, one batch in flight each (0: the default, 1)");
   cmd->add_option("--log-format", f->log_format,
                   "text, or json: one object per line, keys only as hashes (text)")
       ->check(CLI::IsMember({"text", "json"}));

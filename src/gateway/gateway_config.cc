@@ -197,9 +197,7 @@ OutcomeClass ClassifyOutcome(const Route& route, int status) {
 }
 
 int StoreWriters(const GatewayConfig& config) {
-  if (config.store_writers > 0) return config.store_writers;
-  const std::string_view store = config.store;
-  return store.starts_with("postgresql://") || store.starts_with("postgres://") ? 4 : 1;
+  return config.store_writers > 0 ? config.store_writers : 1;
 }
 
 int StoreConnections(const GatewayConfig& config) {

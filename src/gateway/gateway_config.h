@@ -99,7 +99,7 @@ struct GatewayConfig {
   int io_threads = 0;         // 0: one per core
   int store_threads = 2;      // threads reading the store (gets)
   // Threads writing the store, each applying one batch at a time to its own share of the keys;
-  // 0 (default): the store's own default, StoreWriters().
+  // 0 (default): StoreWriters()'s default, 1.
   int store_writers = 0;
   int max_connections = 10000;
   // Requests one client connection may carry; the answer to the last says Connection: close.
@@ -137,10 +137,12 @@ const Route* FindRoute(const GatewayConfig& config, std::string_view method,
 // once per executed request.
 OutcomeClass ClassifyOutcome(const Route& route, int status);
 
-// Returns the writer threads for config.store: store_writers when set, else 4 on PostgreSQL
-// (concurrent transactions commit side by side, so several batches in flight hide each one's
-// round trips and commit flush) and 1 on SQLite (one write lock: a second writer would only wait
-// for it) and on JetStream.
+// Returns the writer threads for config.store: store_writers when set, else 1 on every store.
+// SQLite has one write lock (a second writer only waits for it). On PostgreSQL several writers
+// keep several batches in flight, but each batch is smaller and costs its own statements and
+// commit: measured on 2 cores shared with the server, the upstream and the load, 4 writers doubled
+// the server's CPU per request and carried fewer requests (bench/RESULTS.md, Session 13), so more
+// than one pays only where the database has cores of its own and round trips are long.
 int StoreWriters(const GatewayConfig& config);
 
 // Returns the most store connections `idem serve` opens (StoreOptions::max_connections): one per

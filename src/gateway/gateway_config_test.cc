@@ -118,16 +118,14 @@ TEST(ValidateConfig, AFenceHeaderMustBeAHeaderNameOfItsOwn) {
   EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Several writers on PostgreSQL, one on SQLite and JetStream, unless the setting says otherwise;
-// the store's connection pool holds every writer and reader thread.
-TEST(StoreWriters, DefaultsPerStoreAndTheSettingWins) {
+// One writer on every store unless the setting says otherwise; the store's connection pool
+// holds every writer and reader thread.
+TEST(StoreWriters, OneOnEveryStoreUnlessTheSettingSaysOtherwise) {
   GatewayConfig c = Minimal();
   EXPECT_EQ(StoreWriters(c), 1);
   EXPECT_EQ(StoreConnections(c), 8);
   c.store = "postgresql://idem@127.0.0.1/idem";
-  EXPECT_EQ(StoreWriters(c), 4);
-  c.store = "postgres://idem@127.0.0.1/idem";
-  EXPECT_EQ(StoreWriters(c), 4);
+  EXPECT_EQ(StoreWriters(c), 1);
   c.store = "nats://127.0.0.1:4222?bucket=k";
   EXPECT_EQ(StoreWriters(c), 1);
   c.store_writers = 12;

@@ -4,11 +4,12 @@
 // IDEM_E2E_STORE=postgres is in the environment (CMakeLists.txt registers the binary once per
 // store, the PostgreSQL tests with the prefix "Postgres"). Calls the service does not carry
 // (TakeOver, sweeping, listing, purging, transactions) go to the store directly. The suite runs
-// twice: through one writer ("KeyService") and through four ("KeyServiceWriters", as `idem serve`
-// runs on PostgreSQL; a batch's writes of different keys then go to different writers, so the one
-// test of the fence order across the keys of one batch is left out there). CMakeLists.txt
-// filters out the suite's transaction-mode and operator tests, and the one test of a difference
-// ApplyLeaseBatch documents (a claim there takes over a lapsed lease of the same request itself).
+// twice: through one writer ("KeyService", idem serve's default) and through four
+// ("KeyServiceWriters", --store-writers 4; a batch's writes of different keys then go to different
+// writers, so the one test of the fence order across the keys of one batch is left out there).
+// CMakeLists.txt filters out the suite's transaction-mode and operator tests, and the one test of
+// a difference ApplyLeaseBatch documents (a claim there takes over a lapsed lease of the same
+// request itself).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
