@@ -21,6 +21,7 @@
 
 #include "gateway/group_commit_key_service.h"
 #include "gateway/testing/forwarding_store.h"
+#include "gateway/testing/run_key_ops.h"
 #include "guard/temp_sqlite_store.h"
 
 namespace idem::gateway {
@@ -110,29 +111,7 @@ class RecordingStore final : public testing::ForwardingStore {
   std::map<std::string, std::vector<int64_t>> fences_;
 };
 
-class GroupCommitWritersTest : public ::idem::testing::TempSqliteStoreTest {
- protected:
-  // Submits every op, runs `then`, then runs an io_context until all results arrived; returns
-  // them in order.
-  static std::vector<KeyOpResult> RunAll(
-      KeyService& service, std::vector<KeyOp> ops, const std::function<void()>& then = [] {}) {
-    boost::asio::io_context ioc;
-    std::vector<std::optional<KeyOpResult>> got(ops.size());
-    size_t arrived = 0;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      service.Submit(std::move(ops[i]), ioc.get_executor(), [&, i](KeyOpResult r) {
-        got[i] = std::move(r);
-        ++arrived;
-      });
-    }
-    then();
-    auto work = boost::asio::make_work_guard(ioc);
-    while (arrived < got.size()) ioc.run_one();
-    std::vector<KeyOpResult> out;
-    for (auto& r : got) out.push_back(std::move(*r));
-    return out;
-  }
-};
+class GroupCommitWritersTest : public ::idem::testing::TempSqliteStoreTest {};
 
 TEST(WriterOf, SpreadsKeysOverEveryWriterAndAlwaysGivesOneKeyTheSameWriter) {
   std::vector<int> per_writer(4, 0);
@@ -155,7 +134,7 @@ TEST_F(GroupCommitWritersTest, SeveralWritersKeepSeveralBatchesInFlight) {
   std::vector<KeyOp> ops;
   for (size_t w = 0; w < 4; ++w) ops.push_back(Claim(KeyOfWriter("k", w, 4)));
   bool all_held = false;
-  std::vector<KeyOpResult> results = RunAll(*service, std::move(ops), [&] {
+  std::vector<KeyOpResult> results = testing::RunKeyOps(*service, std::move(ops), [&] {
     all_held = gated.WaitHeld(4);
     gated.Open();
   });
@@ -178,7 +157,7 @@ TEST_F(GroupCommitWritersTest, OneKeysWritesReachTheStoreInTheOrderSubmitted) {
       ops.push_back(
           {.kind = KeyOp::Kind::kHeartbeat, .scope = {"", fmt::format("k{}", k)}, .fence = seq});
   }
-  RunAll(*service, std::move(ops));
+  testing::RunKeyOps(*service, std::move(ops));
   service->Shutdown();
   const std::map<std::string, std::vector<int64_t>> fences = recording.fences();
   ASSERT_EQ(fences.size(), 31u);
@@ -199,7 +178,7 @@ TEST_F(GroupCommitWritersTest, AFailedBatchReportsOnlyToItsOwnCallers) {
   std::vector<KeyOp> ops;
   for (int n = 0; n < 20; ++n) ops.push_back(Claim(fmt::format("k{}", n)));
   ops.push_back(Claim(poison));  // queued behind the batches held at the door
-  std::vector<KeyOpResult> results = RunAll(*service, std::move(ops), [&] {
+  std::vector<KeyOpResult> results = testing::RunKeyOps(*service, std::move(ops), [&] {
     EXPECT_TRUE(gated.WaitHeld(1));
     gated.Open();
   });

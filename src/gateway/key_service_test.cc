@@ -20,6 +20,7 @@
 
 #include "gateway/group_commit_key_service.h"
 #include "gateway/testing/forwarding_store.h"
+#include "gateway/testing/run_key_ops.h"
 #include "guard/temp_sqlite_store.h"
 
 namespace idem::gateway {
@@ -101,26 +102,6 @@ class KeyServiceTest : public ::idem::testing::TempSqliteStoreTest {
     TempSqliteStoreTest::TearDown();
   }
 
-  // Submits every op, then runs an io_context until all results arrived; returns them in order.
-  // `then` runs once all are submitted.
-  std::vector<KeyOpResult> RunAll(
-      KeyService& service, std::vector<KeyOp> ops, const std::function<void()>& then = [] {}) {
-    boost::asio::io_context ioc;
-    std::vector<std::optional<KeyOpResult>> got(ops.size());
-    size_t arrived = 0;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      service.Submit(std::move(ops[i]), ioc.get_executor(), [&, i](KeyOpResult r) {
-        got[i] = std::move(r);
-        ++arrived;
-      });
-    }
-    then();
-    auto work = boost::asio::make_work_guard(ioc);
-    while (arrived < got.size()) ioc.run_one();
-    std::vector<KeyOpResult> out;
-    for (auto& r : got) out.push_back(std::move(*r));
-    return out;
-  }
 
   Metrics metrics_;
   std::unique_ptr<KeyService> service_;
@@ -140,7 +121,7 @@ TEST_F(KeyServiceTest, WritesArrivingDuringACommitShareTheNextBatch) {
   ops.push_back(Claim("same", "f"));
   ops.push_back(Claim("same", "f"));
   std::vector<KeyOpResult> results =
-      RunAll(*service, std::move(ops), [&] { gated.Open(/*fail=*/false); });
+      testing::RunKeyOps(*service, std::move(ops), [&] { gated.Open(/*fail=*/false); });
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(results[i].claimed) << results[i].status;
   EXPECT_TRUE(results[10].claimed);
   EXPECT_FALSE(results[11].claimed);
@@ -160,7 +141,7 @@ TEST_F(KeyServiceTest, AFailedBatchReportsUnavailableToEveryCallerInIt) {
   });
   std::vector<KeyOp> ops;
   for (int i = 0; i < 5; ++i) ops.push_back(Claim(fmt::format("k{}", i), "f"));
-  std::vector<KeyOpResult> results = RunAll(*service, std::move(ops));
+  std::vector<KeyOpResult> results = testing::RunKeyOps(*service, std::move(ops));
   opener.join();
   for (const KeyOpResult& r : results)
     EXPECT_EQ(r.status.code(), absl::StatusCode::kUnavailable) << r.status;
