@@ -15,6 +15,13 @@
 # store µs/req |": the last two are the CPU time (user + system) per request that the row's idem
 # serve process(es) and its store's server processes (the PostgreSQL server and its backends, the
 # three nats-server nodes; none for SQLite, which runs inside idem) spent during the wrk run.
+# After the table, one line per JetStream row with counts that do not depend on the load, per
+# request: the stream writes (the growth of the row's buckets' last sequences: claims, outcomes,
+# markers), the JetStream API calls (/jsz api.total: reads, stream info), the messages the three
+# servers took in (/varz in_msgs: clients' publishes, forwarded publishes and acknowledgements, Raft
+# appends and answers), and whether each idem connection is on a bucket's stream leader (one on a
+# follower has every publish and acknowledgement forwarded between two servers); then each
+# nats-server's CPU per request, with the buckets it leads and the idem connections it holds.
 #
 #   bench/store/serve.sh [BUILD_DIR]     default build/release (cmake --preset release; targets
 #                                        idem charges)
@@ -103,6 +110,59 @@ store_pids() {
     nats) for i in 1 2 3; do "$root/scripts/nats-fixture.sh" pid "$work/nats" "$i"; done ;;
   esac
 }
+# nats_counts BUCKET: "<stream writes> <API calls> <messages in> <idem connections on a stream
+# leader> <idem connections>" of the cluster so far, for the buckets BUCKET and BUCKET-I.
+nats_counts() {
+  local monitors
+  mapfile -t monitors <"$work/nats/monitor"
+  python3 - "$1" "${monitors[@]}" <<'PY'
+import json, sys, urllib.request
+bucket, monitors = sys.argv[1], sys.argv[2:]
+def get(path): return json.load(urllib.request.urlopen(path, timeout=5))
+last, leaders, servers, messages, api = {}, {}, {}, 0, 0
+for m in monitors:
+    v = get(m + "/varz")
+    messages += v["in_msgs"]
+    j = get(m + "/jsz?accounts=true&streams=true")
+    api += j.get("api", {}).get("total", 0)
+    for account in j.get("account_details", []):
+        for stream in account.get("stream_detail", []):
+            if stream["name"] == "KV_" + bucket or stream["name"].startswith("KV_" + bucket + "-"):
+                last[stream["name"]] = max(last.get(stream["name"], 0), stream["state"]["last_seq"])
+                leader = stream.get("cluster", {}).get("leader")
+                leaders.setdefault(leader, set()).add(stream["name"])
+    conns = get(m + "/connz")["connections"]
+    servers[v["server_name"]] = sum(1 for c in conns if c.get("name") == "idem key store")
+on_leader = sum(n for name, n in servers.items() if name in leaders)
+roles = ["%s,%d,%d" % (name, len(leaders.get(name, ())), n) for name, n in servers.items()]
+print(sum(last.values()), api, messages, on_leader, sum(servers.values()), *roles)
+PY
+}
+counts_before() {
+  [[ $store_kind == nats ]] || return 0
+  read -r -a counts0 <<<"$(nats_counts "$1")"
+  local i
+  node_ticks0=()
+  for i in 1 2 3; do node_ticks0+=("$(cpu_ticks "$("$root/scripts/nats-fixture.sh" pid "$work/nats" "$i")")"); done
+}
+# counts_line NAME BUCKET REQUESTS: the line of the row's counts per request (nats rows only).
+counts_line() {
+  [[ $store_kind == nats ]] || return 0
+  local now
+  read -r -a now <<<"$(nats_counts "$2")"
+  awk -v n="$1" -v q="$3" -v w=$((now[0] - counts0[0])) -v a=$((now[1] - counts0[1])) \
+    -v m=$((now[2] - counts0[2])) -v l="${now[3]}" -v c="${now[4]}" 'BEGIN { q = q > 0 ? q : 1;
+      printf "%s: %.2f stream writes, %.2f JetStream API calls, %.2f server messages in per request; idem connections on a stream leader: %d of %d\n", n, w / q, a / q, m / q, l, c }' \
+    >>"$work/counts"
+  local i ticks
+  for i in 1 2 3; do
+    ticks=$(cpu_ticks "$("$root/scripts/nats-fixture.sh" pid "$work/nats" "$i")")
+    awk -v r="${now[$((4 + i))]}" -v t=$((ticks - node_ticks0[i - 1])) -v q="$3" \
+      -v h="$ticks_per_second" 'BEGIN { q = q > 0 ? q : 1; split(r, f, ",")
+        printf "  %s (leads %d of the buckets, holds %d idem connections): %d µs/req\n", f[1], f[2], f[3], t * 1e6 / h / q }' \
+      >>"$work/counts"
+  done
+}
 cpu_before() { idem_ticks=$(cpu_ticks "$@"); store_ticks=$(cpu_ticks $(store_pids)); }
 # cpu_per_request REQUESTS IDEM_PID...: "<idem µs/req> <store µs/req>" since cpu_before.
 cpu_per_request() {
@@ -118,22 +178,26 @@ row() {
   awk -v n="$1" -v r="$2" -v a="$3" -v b="$4" -v q="$5" -v x="$6" -v e="$7" -v c="$8" -v d="$9" \
     'BEGIN { printf "| %s | %d | %.2f | %.2f | %d | %d | %d | %d | %d |\n", n, r, a / 1000, b / 1000, q, x, e, c, d }'
 }
+# measure NAME STORE [BUCKET]: one idem serve on STORE (a JetStream row names its bucket).
 measure() {
   local name=$1 result
   start_idem "$2"
+  counts_before "${3:-}"
   cpu_before "$idem_pid"
   result=$(load "$idem_url" "$threads" "$connections" "$name")
   # shellcheck disable=SC2046,SC2086
   row "$name" $result $(cpu_per_request $(awk '{print $4}' <<<"$result") "$idem_pid")
+  counts_line "$name" "${3:-}" "$(awk '{print $4}' <<<"$result")"
   stop_idem "$idem_pid"
 }
-# measure_two NAME STORE: two idem serve on STORE, each loaded by its own wrk -t1 with half the
+# measure_two NAME STORE [BUCKET]: two idem serve on STORE, each loaded by its own wrk -t1 with half the
 # connections at the same time; one row of their sums (p50: the mean, p99: the larger).
 measure_two() {
   local name=$1 first_pid first_url wrk1 r1 p50a p99a n1 x1 e1 r2 p50b p99b n2 x2 e2
   start_idem "$2"
   first_pid=$idem_pid first_url=$idem_url
   start_idem "$2"
+  counts_before "${3:-}"
   cpu_before "$first_pid" "$idem_pid"
   load "$first_url" 1 $((connections / 2)) "$name-1" >"$work/gw1" &
   wrk1=$!
@@ -144,6 +208,7 @@ measure_two() {
   # shellcheck disable=SC2046
   row "$name" $((r1 + r2)) $(((p50a + p50b) / 2)) $((p99a > p99b ? p99a : p99b)) \
     $((n1 + n2)) $((x1 + x2)) $((e1 + e2)) $(cpu_per_request $((n1 + n2)) "$first_pid" "$idem_pid")
+  counts_line "$name" "${3:-}" $((n1 + n2))
   stop_idem "$idem_pid"
   stop_idem "$first_pid"
 }
@@ -171,8 +236,12 @@ if wanted nats-1 || wanted nats-4 || wanted nats-2gw; then
   "$root/scripts/nats-fixture.sh" start "$work/nats" 3 >/dev/null
   hosts=$(sed 's|nats://||g' "$work/nats/url")
   store_kind=nats
-  if wanted nats-1; then measure nats-1 "nats://$hosts?replicas=3&bucket=serve1"; fi
-  if wanted nats-4; then measure nats-4 "nats://$hosts?replicas=3&shards=4&bucket=serve4"; fi
-  if wanted nats-2gw; then measure_two nats-2gw "nats://$hosts?replicas=3&bucket=serve2gw"; fi
+  if wanted nats-1; then measure nats-1 "nats://$hosts?replicas=3&bucket=serve1" serve1; fi
+  if wanted nats-4; then measure nats-4 "nats://$hosts?replicas=3&shards=4&bucket=serve4" serve4; fi
+  if wanted nats-2gw; then
+    measure_two nats-2gw "nats://$hosts?replicas=3&bucket=serve2gw" serve2gw
+  fi
+  store_kind=none
 fi
+if [[ -s $work/counts ]]; then echo; cat "$work/counts"; fi
 echo "load average at end:$(uptime | sed 's/.*load average://')"
