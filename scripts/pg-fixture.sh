@@ -73,7 +73,10 @@ start() {
   chmod 700 "$root"
   if [[ $(id -u) -eq 0 ]]; then chown postgres: "$root"; fi
   local data=$root/data log=$root/server.log
-  if ! as_server "$pg_bin/initdb" -D "$data" -U postgres -A trust -E UTF8 --locale=C \
+  # --no-sync: the new cluster's files are not flushed to disk one by one before the server
+  # starts (4.8-5.9 s against 1.7-2.1 s); the server itself runs with fsync on, and a test's
+  # crash (pg_ctl stop -m immediate) keeps the operating system's page cache.
+  if ! as_server "$pg_bin/initdb" -D "$data" -U postgres -A trust -E UTF8 --locale=C --no-sync \
       >"$root/initdb.log" 2>&1; then
     echo "pg-fixture: initdb failed" >&2
     log_tail "$root/initdb.log"
