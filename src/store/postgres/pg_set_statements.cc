@@ -82,19 +82,6 @@ SqlValue NowParam(std::optional<int64_t> now_ms) {
   return std::monostate{};
 }
 
-// The fenced writes' join: each array row "u" with its key's record "x" (ctid as x.tid, and the
-// columns the fence is checked on), found by one primary-key lookup per row (a LATERAL subquery
-// with FOR UPDATE is never merged into a join; the rows are locked already, by LockRowsStatement
-// earlier in the transaction). The statement then checks the fence on x and writes r.ctid = x.tid.
-// The fence check must not be a condition on the written table itself: "state = 1 AND expires_ms
-// > now" matches the in_progress and expires indexes, and while the table's statistics were
-// older than its rows the planner read every unexpired record through them, once per batch.
-#define IDEM_PG_FENCED_ROWS                                                                   \
-  " CROSS JOIN LATERAL (SELECT ctid AS tid, fence, state, expires_ms FROM idem_keys "        \
-  "WHERE tenant = u.t AND key = u.k FOR UPDATE) AS x"
-#define IDEM_PG_FENCE_HOLDS \
-  " WHERE r.ctid = x.tid AND x.fence = u.f AND x.state = 1 AND x.expires_ms > c.ms "
-
 std::string What(std::string_view operation, size_t count) {
   return fmt::format("{} of {} key(s) in a lease batch", operation, count);
 }
@@ -178,9 +165,10 @@ Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats,
   }
   return {"UPDATE idem_keys AS r SET lease_until_ms = c.ms + u.l, updated_ms = c.ms, "
           "expires_ms = GREATEST(r.expires_ms, c.ms + u.l) "
-          "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(t, k, f, l)"
-          IDEM_PG_FENCED_ROWS ", " IDEM_PG_BATCH_NOW(5) IDEM_PG_FENCE_HOLDS
-          "RETURNING r.tenant, r.key",
+          "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(t, k, f, l), "
+          IDEM_PG_BATCH_NOW(5)
+          " WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
+          "AND r.expires_ms > c.ms RETURNING r.tenant, r.key",
           Params(tenants.Take(), keys.Take(), fences.Take(), leases.Take(), NowParam(now_ms)),
           What("heartbeat", heartbeats.size()),
           /*plan_per_run=*/true};
@@ -210,9 +198,10 @@ Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes,
           "body = substring($11::bytea FROM u.ba FOR u.bl), updated_ms = c.ms, "
           "expires_ms = c.ms + $13 "
           "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::smallint[], $5::int[], "
-          "$6::int[], $7::int[], $8::int[], $9::int[]) AS u(t, k, f, s, st, ha, hl, ba, bl)"
-          IDEM_PG_FENCED_ROWS ", " IDEM_PG_BATCH_NOW(12) IDEM_PG_FENCE_HOLDS
-          "RETURNING r.tenant, r.key",
+          "$6::int[], $7::int[], $8::int[], $9::int[]) AS u(t, k, f, s, st, ha, hl, ba, bl), "
+          IDEM_PG_BATCH_NOW(12)
+          " WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
+          "AND r.expires_ms > c.ms RETURNING r.tenant, r.key",
           Params(tenants.Take(), keys.Take(), fences.Take(), states.Take(), statuses.Take(),
                  header_at.Take(), header_len.Take(), body_at.Take(), body_len.Take(),
                  Blob{std::move(headers)}, Blob{std::move(bodies)}, NowParam(now_ms),
@@ -231,8 +220,9 @@ Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases,
     fences.Add(write->fence);
   }
   return {"DELETE FROM idem_keys AS r USING unnest($1::text[], $2::text[], $3::bigint[]) "
-          "AS u(t, k, f)" IDEM_PG_FENCED_ROWS ", " IDEM_PG_BATCH_NOW(4) IDEM_PG_FENCE_HOLDS
-          "RETURNING r.tenant, r.key",
+          "AS u(t, k, f), " IDEM_PG_BATCH_NOW(4)
+          " WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
+          "AND r.expires_ms > c.ms RETURNING r.tenant, r.key",
           Params(tenants.Take(), keys.Take(), fences.Take(), NowParam(now_ms)),
           What("release", releases.size()),
           /*plan_per_run=*/true};
@@ -254,8 +244,6 @@ std::vector<std::string> ScopeIdsOf(const Result& result) {
   return ids;
 }
 
-#undef IDEM_PG_FENCE_HOLDS
-#undef IDEM_PG_FENCED_ROWS
 #undef IDEM_PG_BATCH_NOW
 
 }  // namespace idem::postgres

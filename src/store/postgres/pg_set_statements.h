@@ -39,9 +39,8 @@ Statement InsertClaimsStatement(std::span<const LeaseWrite* const> claims,
 
 // The fenced writes. Each changes the records of the writes that still hold their claim
 // (in_progress with the write's fence, unexpired at the batch's now) and returns their (tenant,
-// key). A join of the arrays with one primary-key lookup of each scope's record, the fence checked
-// on that record, never through the in_progress or expires index; planned at every run
-// (Statement::plan_per_run), for the arrays' length and the table's size then.
+// key). A join of the table with the arrays: planned at every run (Statement::plan_per_run), for
+// the arrays' length and the table's size then.
 // REQUIRES: no scope twice; every write of the kind the statement names.
 Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats,
                                 std::optional<int64_t> now_ms);
