@@ -17,6 +17,7 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #pragma GCC diagnostic pop
 
 #include "gateway/group_commit_key_service.h"
@@ -109,6 +110,32 @@ class RecordingStore final : public testing::ForwardingStore {
  private:
   std::mutex mu_;
   std::map<std::string, std::vector<int64_t>> fences_;
+};
+
+// Takes at least `commit` per batch (a slow durable commit) and records each batch's writes as
+// "key:claim" or "key:complete".
+class SlowStore final : public testing::ForwardingStore {
+ public:
+  SlowStore(Store& real, Millis commit) : ForwardingStore(real), commit_(commit) {}
+  absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
+      std::span<const LeaseWrite> writes) override {
+    std::this_thread::sleep_for(commit_);  // the commit's own time, not a synchronisation
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<std::string>& keys = batches_.emplace_back();
+    for (const LeaseWrite& w : writes)
+      keys.insert(w.scope.key + (w.kind == LeaseWrite::Kind::kClaim ? ":claim" : ":complete"));
+    return real_.ApplyLeaseBatch(writes);
+  }
+  // The keys of every batch so far, in the order committed.
+  std::vector<std::set<std::string>> batches() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return batches_;
+  }
+
+ private:
+  const Millis commit_;
+  std::mutex mu_;
+  std::vector<std::set<std::string>> batches_;
 };
 
 class GroupCommitWritersTest : public ::idem::testing::TempSqliteStoreTest {};
@@ -228,6 +255,56 @@ TEST_F(GroupCommitWritersTest, ShutdownFinishesTheWritesQueuedOnEveryWriter) {
   for (const KeyOpResult& r : results) EXPECT_TRUE(r.claimed) << r.status;
   EXPECT_EQ(metrics.batch_sizes.sum(), 30u);
   EXPECT_EQ(metrics.commits.load(), metrics.batch_sizes.count());
+}
+
+// Claims keys a and b in one batch (behind a first one); once claimed, a's holder writes its
+// outcome at once and b's `b_after` later (its upstream was slower). Returns the batches.
+std::vector<std::set<std::string>> TwoOutcomesApart(Store& store, Millis b_after,
+                                                    Millis max_linger) {
+  SlowStore slow(store, Millis(100));
+  Metrics metrics;
+  auto service = NewGroupCommitKeyService(slow, metrics, {.max_linger = max_linger});
+  boost::asio::io_context ioc;
+  boost::asio::steady_timer later(ioc);
+  int outcomes = 0;
+  auto complete = [&](const std::string& key, int64_t fence) {
+    service->Submit({.kind = KeyOp::Kind::kComplete, .scope = {"", key}, .fence = fence},
+                    ioc.get_executor(), [&](KeyOpResult r) {
+                      EXPECT_TRUE(r.status.ok()) << r.status;
+                      ++outcomes;
+                    });
+  };
+  service->Submit(Claim("first"), ioc.get_executor(), [](KeyOpResult) {});
+  service->Submit(Claim("a"), ioc.get_executor(),
+                  [&](KeyOpResult r) { complete("a", r.record.fence); });
+  service->Submit(Claim("b"), ioc.get_executor(), [&](KeyOpResult r) {
+    later.expires_after(b_after);
+    later.async_wait(
+        [&, fence = r.record.fence](boost::system::error_code) { complete("b", fence); });
+  });
+  auto work = boost::asio::make_work_guard(ioc);
+  while (outcomes < 2) ioc.run_one();
+  service->Shutdown();
+  return slow.batches();
+}
+
+// The writer, expecting two writes from the batch that answered both claims, waits for b's
+// outcome (its commits take 100 ms, so it lingers up to 50 ms) and commits both outcomes in one
+// batch, rather than a's alone and b's after it.
+TEST_F(GroupCommitWritersTest, AWriterLingersForTheWritesItsLastBatchsAnswersBring) {
+  const std::vector<std::set<std::string>> batches =
+      TwoOutcomesApart(*store_, Millis(5), Millis(1000));
+  ASSERT_FALSE(batches.empty());
+  EXPECT_TRUE(batches.back().contains("a:complete") && batches.back().contains("b:complete"))
+      << "a's and b's outcomes were committed apart (" << batches.size() << " batches)";
+}
+
+// With max_linger 0 the writer never waits: b's outcome, 20 ms later, gets a commit of its own.
+TEST_F(GroupCommitWritersTest, AWriterWithoutLingerCommitsWhatIsQueued) {
+  const std::vector<std::set<std::string>> batches =
+      TwoOutcomesApart(*store_, Millis(20), Millis(0));
+  ASSERT_FALSE(batches.empty());
+  EXPECT_EQ(batches.back(), (std::set<std::string>{"b:complete"}));
 }
 
 }  // namespace
