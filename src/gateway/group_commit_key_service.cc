@@ -122,7 +122,9 @@ class GroupCommitKeyService final : public KeyService {
         op.kind == KeyOp::Kind::kGet ? reads_ : *writes_[WriterOf(op.scope, options_.writers)];
     Item item{std::move(op), std::move(executor), std::move(done)};
     if (queue.Push(item)) return;
-    Deliver(item, {.status = absl::UnavailableError("the gateway is shutting down")});
+    KeyOpResult refused{.status = absl::UnavailableError("the gateway is shutting down")};
+    refused.sent = std::move(item.op.response);
+    Deliver(item, std::move(refused));
   }
 
   // Every queue stops taking new work first, then each thread finishes what its queue holds.
@@ -191,18 +193,25 @@ class GroupCommitKeyService final : public KeyService {
     metrics_.batch_sizes.Observe(batch.size());
     if (results.ok() && results->size() != batch.size())
       results = absl::InternalError("the store returned a batch of the wrong size");
+    std::vector<KeyOpResult> answers;
+    answers.reserve(batch.size());
     if (!results.ok()) {
       metrics_.failed_commits.fetch_add(1, std::memory_order_relaxed);
       spdlog::warn("a batch of {} key writes failed: {}", batch.size(),
                    results.status().ToString());
-      DeliverAll(batch, std::vector<KeyOpResult>(batch.size(), {.status = results.status()}));
-      return;
+      answers.resize(batch.size(), {.status = results.status()});
+    } else {
+      metrics_.commits.fetch_add(1, std::memory_order_relaxed);
+      for (LeaseWriteResult& result : *results)
+        answers.push_back(FromLeaseWriteResult(std::move(result)));
     }
-    metrics_.commits.fetch_add(1, std::memory_order_relaxed);
-    std::vector<KeyOpResult> answers;
-    answers.reserve(batch.size());
-    for (LeaseWriteResult& result : *results)
-      answers.push_back(FromLeaseWriteResult(std::move(result)));
+    // Each outcome goes back to its caller: it needs it after the write, and a copy would cost
+    // its body and headers again.
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (writes[i].kind == LeaseWrite::Kind::kComplete ||
+          writes[i].kind == LeaseWrite::Kind::kFailFinal)
+        answers[i].sent = std::move(writes[i].response);
+    }
     DeliverAll(batch, std::move(answers));
   }
 

@@ -54,6 +54,9 @@ struct KeyOpResult {
   // Writes: the store's clock when the write ran; compare lease times with it, never with the
   // gateway's own clock. 0 for a kGet (a read carries no store time).
   int64_t now_ms = 0;
+  // kComplete, kFailFinal: the op's response handed back whatever the status, so a caller that
+  // needs it after the write (the replay cache, a retry) moves it into the op, not a copy.
+  StoredResponse sent;
 };
 
 class KeyService {

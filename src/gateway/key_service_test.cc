@@ -212,6 +212,23 @@ TEST_F(KeyServiceTest, CompleteIsIdempotentAndAReaderReturnsTheStoredResponse) {
   EXPECT_EQ(got.record.response, response);
 }
 
+// An outcome's response comes back with its result, written or not (a stale fence, after
+// shutdown), so the caller keeps it without a copy.
+TEST_F(KeyServiceTest, AnOutcomesResponseIsHandedBackWithItsResult) {
+  KeyOpResult claim = Run(Claim("k", "f"));
+  StoredResponse response{.status = 201, .headers = {{"Content-Type", "text/plain"}}, .body = "ok"};
+  KeyOpResult done = Run(Fenced(KeyOp::Kind::kComplete, "k", claim.record.fence, response));
+  ASSERT_TRUE(done.status.ok()) << done.status;
+  EXPECT_EQ(done.sent, response);
+  KeyOpResult stale = Run(Fenced(KeyOp::Kind::kFailFinal, "k", claim.record.fence + 1, response));
+  EXPECT_EQ(stale.status.code(), absl::StatusCode::kAborted) << stale.status;
+  EXPECT_EQ(stale.sent, response);
+  service_->Shutdown();
+  KeyOpResult refused = Run(Fenced(KeyOp::Kind::kComplete, "k", claim.record.fence, response));
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kUnavailable) << refused.status;
+  EXPECT_EQ(refused.sent, response);
+}
+
 TEST_F(KeyServiceTest, HeartbeatReturnsTheNewLeaseEndAndReleaseMakesTheKeyAbsent) {
   KeyOpResult claim = Run(Claim("k", "f"));
   clock_.Advance(Millis(300));

@@ -106,8 +106,9 @@ asio::awaitable<GuardedAnswer> RecordOutcome(GatewayContext& ctx, const Route& r
   ctx.in_flight.StopRenewing(ticket, release);
   const int64_t written_from = ctx.cache.NowMillis();
   KeyOp op{.kind = plan.kind, .scope = guarded.scope, .fence = fence};
-  if (!release) op.response = plan.stored;
+  if (!release) op.response = std::move(plan.stored);
   KeyOpResult written = co_await AwaitKeyOp(ctx, std::move(op));
+  if (!release) plan.stored = std::move(written.sent);  // handed back whatever the status
   if (written.status.ok()) {
     if (!release)
       ctx.cache.Put(guarded.scope, {guarded.fingerprint, std::move(plan.stored)},
