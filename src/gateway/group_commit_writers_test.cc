@@ -22,6 +22,7 @@
 
 #include "gateway/group_commit_key_service.h"
 #include "gateway/testing/forwarding_store.h"
+#include "gateway/testing/gated_store.h"
 #include "gateway/testing/run_key_ops.h"
 #include "guard/temp_sqlite_store.h"
 
@@ -45,51 +46,6 @@ std::string KeyOfWriter(const std::string& prefix, size_t writer, int writers) {
     if (WriterOf({"", key}, writers) == writer) return key;
   }
 }
-
-// Holds every batch at the store's door until Open(); then applies it, or fails it (Unavailable)
-// when it holds the key `poison`. Remembers the keys of every failed batch.
-class GatedStore final : public testing::ForwardingStore {
- public:
-  GatedStore(Store& real, std::string poison) : ForwardingStore(real), poison_(std::move(poison)) {}
-  absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
-      std::span<const LeaseWrite> writes) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++held_;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return open_; });
-    --held_;
-    bool poisoned = false;
-    for (const LeaseWrite& w : writes) poisoned = poisoned || w.scope.key == poison_;
-    if (poisoned) {
-      for (const LeaseWrite& w : writes) failed_keys_.insert(w.scope.key);
-      return absl::UnavailableError("the store is down");
-    }
-    lock.unlock();
-    return real_.ApplyLeaseBatch(writes);
-  }
-  // Waits (at most 10 s) until `n` batches are held at the door at once; returns whether they were.
-  bool WaitHeld(int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, 10s, [&] { return held_ >= n; });
-  }
-  void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  std::set<std::string> failed_keys() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return failed_keys_;
-  }
-
- private:
-  const std::string poison_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int held_ = 0;
-  bool open_ = false;
-  std::set<std::string> failed_keys_;
-};
 
 // Records each write's key and fence in the order the store is handed them, and answers every
 // write OK without storing anything.
@@ -155,7 +111,7 @@ TEST(WriterOf, SpreadsKeysOverEveryWriterAndAlwaysGivesOneKeyTheSameWriter) {
 
 // Four writers, one key for each: four batches wait at the store's door at the same time.
 TEST_F(GroupCommitWritersTest, SeveralWritersKeepSeveralBatchesInFlight) {
-  GatedStore gated(*store_, "");
+  testing::GatedStore gated(*store_);
   Metrics metrics;
   auto service = NewGroupCommitKeyService(gated, metrics, {.writers = 4});
   std::vector<KeyOp> ops;
@@ -199,7 +155,7 @@ TEST_F(GroupCommitWritersTest, OneKeysWritesReachTheStoreInTheOrderSubmitted) {
 // other writer's keys are claimed, and nothing of the failed batch is stored.
 TEST_F(GroupCommitWritersTest, AFailedBatchReportsOnlyToItsOwnCallers) {
   const std::string poison = KeyOfWriter("poison", 0, 2);
-  GatedStore gated(*store_, poison);
+  testing::GatedStore gated(*store_, poison);
   Metrics metrics;
   auto service = NewGroupCommitKeyService(gated, metrics, {.writers = 2});
   std::vector<KeyOp> ops;
@@ -235,7 +191,7 @@ TEST_F(GroupCommitWritersTest, AFailedBatchReportsOnlyToItsOwnCallers) {
 // Shutdown while every writer holds a batch at the store's door: it returns only once every
 // write queued on every writer was applied, and each caller has its result.
 TEST_F(GroupCommitWritersTest, ShutdownFinishesTheWritesQueuedOnEveryWriter) {
-  GatedStore gated(*store_, "");
+  testing::GatedStore gated(*store_);
   Metrics metrics;
   auto service = NewGroupCommitKeyService(gated, metrics, {.writers = 3});
   boost::asio::io_context ioc;

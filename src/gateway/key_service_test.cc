@@ -20,6 +20,7 @@
 
 #include "gateway/group_commit_key_service.h"
 #include "gateway/testing/forwarding_store.h"
+#include "gateway/testing/gated_store.h"
 #include "gateway/testing/run_key_ops.h"
 #include "guard/temp_sqlite_store.h"
 
@@ -41,41 +42,6 @@ KeyOp Fenced(KeyOp::Kind kind, std::string key, int64_t fence, StoredResponse re
           .fence = fence,
           .response = std::move(response)};
 }
-
-// Holds each batch at the store's door until Open(); then applies it, or fails it as a store that
-// is down would.
-class GatedStore final : public ::idem::gateway::testing::ForwardingStore {
- public:
-  using ForwardingStore::ForwardingStore;
-  absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
-      std::span<const LeaseWrite> writes) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++held_;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return open_; });
-    if (fail_) return absl::UnavailableError("database is locked");
-    lock.unlock();
-    return real_.ApplyLeaseBatch(writes);
-  }
-  // Waits until the writer is held at the door with a batch.
-  void WaitHeld() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return held_ > 0; });
-  }
-  void Open(bool fail) {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    fail_ = fail;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int held_ = 0;
-  bool open_ = false;
-  bool fail_ = false;
-};
 
 class KeyServiceTest : public ::idem::testing::TempSqliteStoreTest {
  protected:
@@ -110,18 +76,18 @@ class KeyServiceTest : public ::idem::testing::TempSqliteStoreTest {
 // While one batch commits, every write that arrives waits and then goes in the next batch, in one
 // commit; identical claims in it still have exactly one winner.
 TEST_F(KeyServiceTest, WritesArrivingDuringACommitShareTheNextBatch) {
-  GatedStore gated(*store_);
+  testing::GatedStore gated(*store_);
   Metrics metrics;
   auto service = NewGroupCommitKeyService(gated, metrics);
   boost::asio::io_context ioc;
   service->Submit(Claim("first", "f"), ioc.get_executor(), [](KeyOpResult) {});
-  gated.WaitHeld();  // the writer holds a batch of one at the store's door
+  ASSERT_TRUE(gated.WaitHeld());  // the writer holds a batch of one at the store's door
   std::vector<KeyOp> ops;
   for (int i = 0; i < 10; ++i) ops.push_back(Claim(fmt::format("k{}", i), "f"));
   ops.push_back(Claim("same", "f"));
   ops.push_back(Claim("same", "f"));
   std::vector<KeyOpResult> results =
-      testing::RunKeyOps(*service, std::move(ops), [&] { gated.Open(/*fail=*/false); });
+      testing::RunKeyOps(*service, std::move(ops), [&] { gated.Open(); });
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(results[i].claimed) << results[i].status;
   EXPECT_TRUE(results[10].claimed);
   EXPECT_FALSE(results[11].claimed);
@@ -132,12 +98,12 @@ TEST_F(KeyServiceTest, WritesArrivingDuringACommitShareTheNextBatch) {
 }
 
 TEST_F(KeyServiceTest, AFailedBatchReportsUnavailableToEveryCallerInIt) {
-  GatedStore gated(*store_);
+  testing::GatedStore gated(*store_);
   Metrics metrics;
   auto service = NewGroupCommitKeyService(gated, metrics);
   std::thread opener([&] {
-    gated.WaitHeld();
-    gated.Open(/*fail=*/true);
+    EXPECT_TRUE(gated.WaitHeld());
+    gated.Open(/*fail_every_batch=*/true);
   });
   std::vector<KeyOp> ops;
   for (int i = 0; i < 5; ++i) ops.push_back(Claim(fmt::format("k{}", i), "f"));
@@ -153,7 +119,7 @@ TEST_F(KeyServiceTest, AFailedBatchReportsUnavailableToEveryCallerInIt) {
 }
 
 TEST_F(KeyServiceTest, ShutdownFinishesTheWritesAlreadyQueued) {
-  GatedStore gated(*store_);
+  testing::GatedStore gated(*store_);
   Metrics metrics;
   auto service = NewGroupCommitKeyService(gated, metrics);
   boost::asio::io_context ioc;
@@ -164,9 +130,9 @@ TEST_F(KeyServiceTest, ShutdownFinishesTheWritesAlreadyQueued) {
       results.push_back(std::move(r));
       ++arrived;
     });
-  gated.WaitHeld();
+  ASSERT_TRUE(gated.WaitHeld());
   std::thread stopper([&] { service->Shutdown(); });
-  gated.Open(/*fail=*/false);
+  gated.Open();
   stopper.join();  // returns once every queued write was applied
   ioc.run();
   ASSERT_EQ(arrived, 4);
