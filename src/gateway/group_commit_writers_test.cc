@@ -217,7 +217,7 @@ TEST_F(GroupCommitWritersTest, ShutdownFinishesTheWritesQueuedOnEveryWriter) {
 // outcome at once and b's `b_after` later (its upstream was slower). Returns the batches.
 std::vector<std::set<std::string>> TwoOutcomesApart(Store& store, Millis b_after,
                                                     Millis max_linger) {
-  SlowStore slow(store, Millis(100));
+  SlowStore slow(store, Millis(200));
   Metrics metrics;
   auto service = NewGroupCommitKeyService(slow, metrics, {.max_linger = max_linger});
   boost::asio::io_context ioc;
@@ -245,7 +245,7 @@ std::vector<std::set<std::string>> TwoOutcomesApart(Store& store, Millis b_after
 }
 
 // The writer, expecting two writes from the batch that answered both claims, waits for b's
-// outcome (its commits take 100 ms, so it lingers up to 50 ms) and commits both outcomes in one
+// outcome (its commits take 200 ms, so it lingers up to 100 ms) and commits both outcomes in one
 // batch, rather than a's alone and b's after it.
 TEST_F(GroupCommitWritersTest, AWriterLingersForTheWritesItsLastBatchsAnswersBring) {
   const std::vector<std::set<std::string>> batches =
@@ -255,10 +255,11 @@ TEST_F(GroupCommitWritersTest, AWriterLingersForTheWritesItsLastBatchsAnswersBri
       << "a's and b's outcomes were committed apart (" << batches.size() << " batches)";
 }
 
-// With max_linger 0 the writer never waits: b's outcome, 20 ms later, gets a commit of its own.
+// With max_linger 0 the writer never waits: b's outcome, 50 ms later (while a's commits), gets a
+// commit of its own.
 TEST_F(GroupCommitWritersTest, AWriterWithoutLingerCommitsWhatIsQueued) {
   const std::vector<std::set<std::string>> batches =
-      TwoOutcomesApart(*store_, Millis(20), Millis(0));
+      TwoOutcomesApart(*store_, Millis(50), Millis(0));
   ASSERT_FALSE(batches.empty());
   EXPECT_EQ(batches.back(), (std::set<std::string>{"b:complete"}));
 }
