@@ -19,8 +19,9 @@
 # request: the stream writes (the growth of the row's buckets' last sequences: claims, outcomes,
 # markers), the JetStream API calls (/jsz api.total: reads, stream info), the messages the three
 # servers took in (/varz in_msgs: clients' publishes, forwarded publishes and acknowledgements, Raft
-# appends and answers), and whether each idem connection is on a bucket's stream leader (one on a
-# follower has every publish and acknowledgement forwarded between two servers); then each
+# appends and answers), how many of idem's connections are on a bucket's stream leader and what
+# share of the messages idem sent (its publishes and requests, /connz in_msgs) those received (a
+# publish entering by a follower is forwarded, with its acknowledgement, between two servers); then each
 # nats-server's CPU per request, with the buckets it leads and the idem connections it holds.
 #
 #   bench/store/serve.sh [BUILD_DIR]     default build/release (cmake --preset release; targets
@@ -110,8 +111,10 @@ store_pids() {
     nats) for i in 1 2 3; do "$root/scripts/nats-fixture.sh" pid "$work/nats" "$i"; done ;;
   esac
 }
-# nats_counts BUCKET: "<stream writes> <API calls> <messages in> <idem connections on a stream
-# leader> <idem connections>" of the cluster so far, for the buckets BUCKET and BUCKET-I.
+# nats_counts BUCKET: "<stream writes> <API calls> <messages in> <messages in from idem at a stream
+# leader> <messages in from idem> <idem connections on a stream leader> <idem connections>
+# <server,buckets led,idem connections>..." of the cluster so far, for the buckets BUCKET and
+# BUCKET-I.
 nats_counts() {
   local monitors
   mapfile -t monitors <"$work/nats/monitor"
@@ -119,7 +122,7 @@ nats_counts() {
 import json, sys, urllib.request
 bucket, monitors = sys.argv[1], sys.argv[2:]
 def get(path): return json.load(urllib.request.urlopen(path, timeout=5))
-last, leaders, servers, messages, api = {}, {}, {}, 0, 0
+last, leaders, servers, received, messages, api = {}, {}, {}, {}, 0, 0
 for m in monitors:
     v = get(m + "/varz")
     messages += v["in_msgs"]
@@ -131,11 +134,15 @@ for m in monitors:
                 last[stream["name"]] = max(last.get(stream["name"], 0), stream["state"]["last_seq"])
                 leader = stream.get("cluster", {}).get("leader")
                 leaders.setdefault(leader, set()).add(stream["name"])
-    conns = get(m + "/connz")["connections"]
-    servers[v["server_name"]] = sum(1 for c in conns if c.get("name") == "idem key store")
+    conns = [c for c in get(m + "/connz?limit=4096")["connections"]
+             if c.get("name") == "idem key store"]
+    servers[v["server_name"]] = len(conns)
+    received[v["server_name"]] = sum(c["in_msgs"] for c in conns)
 on_leader = sum(n for name, n in servers.items() if name in leaders)
+at_leader = sum(n for name, n in received.items() if name in leaders)
 roles = ["%s,%d,%d" % (name, len(leaders.get(name, ())), n) for name, n in servers.items()]
-print(sum(last.values()), api, messages, on_leader, sum(servers.values()), *roles)
+print(sum(last.values()), api, messages, at_leader, sum(received.values()), on_leader,
+      sum(servers.values()), *roles)
 PY
 }
 counts_before() {
@@ -151,13 +158,14 @@ counts_line() {
   local now
   read -r -a now <<<"$(nats_counts "$2")"
   awk -v n="$1" -v q="$3" -v w=$((now[0] - counts0[0])) -v a=$((now[1] - counts0[1])) \
-    -v m=$((now[2] - counts0[2])) -v l="${now[3]}" -v c="${now[4]}" 'BEGIN { q = q > 0 ? q : 1;
-      printf "%s: %.2f stream writes, %.2f JetStream API calls, %.2f server messages in per request; idem connections on a stream leader: %d of %d\n", n, w / q, a / q, m / q, l, c }' \
+    -v m=$((now[2] - counts0[2])) -v r=$((now[3] - counts0[3])) -v t=$((now[4] - counts0[4])) \
+    -v l="${now[5]}" -v c="${now[6]}" 'BEGIN { q = q > 0 ? q : 1; t = t > 0 ? t : 1;
+      printf "%s: %.2f stream writes, %.2f JetStream API calls, %.2f server messages in per request; idem connections on a stream leader: %d of %d, which received %.0f%% of idem'"'"'s messages\n", n, w / q, a / q, m / q, l, c, 100 * r / t }' \
     >>"$work/counts"
   local i ticks
   for i in 1 2 3; do
     ticks=$(cpu_ticks "$("$root/scripts/nats-fixture.sh" pid "$work/nats" "$i")")
-    awk -v r="${now[$((4 + i))]}" -v t=$((ticks - node_ticks0[i - 1])) -v q="$3" \
+    awk -v r="${now[$((6 + i))]}" -v t=$((ticks - node_ticks0[i - 1])) -v q="$3" \
       -v h="$ticks_per_second" 'BEGIN { q = q > 0 ? q : 1; split(r, f, ",")
         printf "  %s (leads %d of the buckets, holds %d idem connections): %d µs/req\n", f[1], f[2], f[3], t * 1e6 / h / q }' \
       >>"$work/counts"

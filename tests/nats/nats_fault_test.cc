@@ -119,6 +119,58 @@ TEST_F(NatsTwoProcessFault, LeaderKilledAndRestartedMidRunEveryEffectRunsOnceNot
   EXPECT_EQ(outcome.superseded, 0);
 }
 
+// The bucket's leader steps down (JetStream's leader step-down request) while both processes'
+// requests are in flight: every key still runs once with one stored answer, and the processes'
+// writes follow the new leader: counted on the servers, idem's connections on the new leader
+// receive nearly all of them once it is elected (the store hears of the election by its
+// advisory, or asks again after a failed write or within 10 s).
+TEST_F(NatsTwoProcessFault, LeaderStepsDownMidRunEveryEffectRunsOnceWritesFollowTheNewLeader) {
+  run_->Start("p1", uri_, 120s);
+  run_->Start("p2", uri_, 120s);
+  ASSERT_TRUE(run_->RunUntil(TotalAtLeast(&WorkerStats::completed, kKeys / 8), kPhaseBound));
+  auto admin = natstest::Connect(nodes_[0] + "," + nodes_[1] + "," + nodes_[2]);
+  ASSERT_TRUE(admin.ok()) << admin.status();
+  const absl::Status stepped = natstest::StepDown((*admin)->connection(), "KV_" + bucket_);
+  ASSERT_TRUE(stepped.ok()) << stepped;
+  int elected = 0;
+  auto last_asked = std::chrono::steady_clock::now() - 1s;
+  ASSERT_TRUE(run_->RunUntil(
+      [&](const std::vector<Worker>&) {
+        if (std::chrono::steady_clock::now() - last_asked < 200ms) return false;
+        last_asked = std::chrono::steady_clock::now();
+        elected = natstest::StreamLeader((*admin)->js(), "KV_" + bucket_);
+        return elected > 0 && elected != leader_;
+      },
+      kPhaseBound));
+  // Two seconds for the processes to move, then one second counted.
+  const auto elected_at = std::chrono::steady_clock::now();
+  const auto after = [&](std::chrono::seconds wait) {
+    return [=](const std::vector<Worker>&) {
+      return std::chrono::steady_clock::now() - elected_at > wait;
+    };
+  };
+  ASSERT_TRUE(run_->RunUntil(after(2s), kPhaseBound));
+  const absl::StatusOr<natstest::ConnectionMessages> before =
+      natstest::MessagesFrom(Fixture::kCluster, "idem key store");
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_TRUE(run_->RunUntil(after(3s), kPhaseBound));
+  const absl::StatusOr<natstest::ConnectionMessages> counted =
+      natstest::MessagesFrom(Fixture::kCluster, "idem key store");
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  const std::vector<int64_t> received = natstest::Received(*before, *counted);
+  int64_t total = 0;
+  for (int64_t n : received) total += n;
+  const int64_t at_leader = received[static_cast<size_t>(elected - 1)];
+  std::printf("%lld of %lld messages from idem at the new leader\n",
+              static_cast<long long>(at_leader), static_cast<long long>(total));
+  EXPECT_GE(total, 50) << "too few writes counted to tell";
+  EXPECT_GE(at_leader * 10, total * 9) << at_leader << " of " << total << " at the new leader";
+  ASSERT_TRUE(run_->Finish(kFinishBound));
+  const natstest::RunOutcome outcome = natstest::CheckRun(*run_, uri_);
+  EXPECT_EQ(outcome.effects, kKeys);  // no lease lapsed (120 s): no effect ran twice
+  EXPECT_EQ(outcome.superseded, 0);
+}
+
 TEST_F(NatsTwoProcessFault, WokenLeaderNeverCompletesAKeyItsWorkerLost) {
   // "near" talks only to the leader; "far" only to the other two. Leases of 6 s lapse while the
   // leader is paused, so far takes over the keys near holds; near, woken, must be refused.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -136,6 +137,79 @@ int StreamLeader(jsCtx* js, const std::string& stream) {
 std::string FreshBucket(std::string_view prefix) {
   static std::atomic<int> counter{0};
   return fmt::format("{}_{}_{}", prefix, getpid(), counter++);
+}
+
+namespace {
+
+// GETs `url` with curl (the fixture needs it too). Errors: Unavailable.
+absl::StatusOr<std::string> HttpGet(const std::string& url) {
+  const std::string line = fmt::format("curl -sf --max-time 5 '{}'", url);
+  FILE* out = popen(line.c_str(), "r");
+  if (out == nullptr) return absl::UnavailableError(fmt::format("'{}' could not run", line));
+  std::string body;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof(buffer), out)) > 0) body.append(buffer, n);
+  if (pclose(out) != 0) return absl::UnavailableError(fmt::format("'{}' failed", line));
+  return body;
+}
+
+}  // namespace
+
+absl::StatusOr<ConnectionMessages> MessagesFrom(Fixture fixture, std::string_view client_name) {
+  std::ifstream in(FixtureDir(fixture) + "/monitor");
+  ConnectionMessages out;
+  // Each connection of /connz is an object opened by its "cid"; its in_msgs and name follow.
+  const std::regex cid(R"re("cid":\s*(\d+))re");
+  const std::regex in_msgs(R"re("in_msgs":\s*(\d+))re");
+  const std::regex name(R"re("name":\s*"([^"]*)")re");
+  for (std::string monitor; std::getline(in, monitor);) {
+    absl::StatusOr<std::string> connz = HttpGet(monitor + "/connz?limit=4096");
+    if (!connz.ok()) return connz.status();
+    std::map<int64_t, int64_t>& node = out.emplace_back();
+    size_t at = connz->find("\"cid\"");
+    while (at != std::string::npos) {
+      const size_t next = connz->find("\"cid\"", at + 1);
+      const std::string connection = connz->substr(at, next == std::string::npos ? next : next - at);
+      std::smatch c, m, n;
+      if (std::regex_search(connection, n, name) && n[1].str() == client_name &&
+          std::regex_search(connection, c, cid) && std::regex_search(connection, m, in_msgs)) {
+        node[std::stoll(c[1])] = std::stoll(m[1]);
+      }
+      at = next;
+    }
+  }
+  if (out.empty()) return absl::UnavailableError("the fixture's monitor file lists no server");
+  return out;
+}
+
+std::vector<int64_t> Received(const ConnectionMessages& before, const ConnectionMessages& after) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < after.size(); ++i) {
+    int64_t total = 0;
+    for (const auto& [id, messages] : after[i]) {
+      auto was = i < before.size() ? before[i].find(id) : after[i].end();
+      total += messages - (i < before.size() && was != before[i].end() ? was->second : 0);
+    }
+    out.push_back(total);
+  }
+  return out;
+}
+
+absl::Status StepDown(natsConnection* connection, const std::string& stream) {
+  const std::string subject = "$JS.API.STREAM.LEADER.STEPDOWN." + stream;
+  natsMsg* reply = nullptr;
+  const natsStatus status = natsConnection_Request(&reply, connection, subject.c_str(), "", 0, 5000);
+  std::string body;
+  if (reply != nullptr && natsMsg_GetData(reply) != nullptr) {
+    body.assign(natsMsg_GetData(reply), static_cast<size_t>(natsMsg_GetDataLength(reply)));
+  }
+  natsMsg_Destroy(reply);
+  if (status != NATS_OK || body.find("\"success\":true") == std::string::npos) {
+    return absl::UnavailableError(
+        fmt::format("step-down of {}: {} {}", stream, Describe(status), body));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace idem::natstest

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -83,6 +84,21 @@ int StreamLeader(jsCtx* js, const std::string& stream);
 
 // A bucket name no other test of this run uses ("<prefix>_<pid>_<n>").
 std::string FreshBucket(std::string_view prefix);
+
+// The messages each node of the fixture has received so far from each of its open client
+// connections named `client_name` (in_msgs in the node's /connz: a client's publishes and
+// requests), by node number (1-based, index 0 for node 1), then by connection id.
+// Errors: Unavailable when a node's monitoring port does not answer.
+using ConnectionMessages = std::vector<std::map<int64_t, int64_t>>;
+absl::StatusOr<ConnectionMessages> MessagesFrom(Fixture fixture, std::string_view client_name);
+
+// What each node received between two MessagesFrom: the growth of the connections open at the
+// second, from 0 for those opened in between (those closed in between are left out).
+std::vector<int64_t> Received(const ConnectionMessages& before, const ConnectionMessages& after);
+
+// Asks the stream's leader to step down (JetStream's $JS.API.STREAM.LEADER.STEPDOWN.<stream>):
+// the other replicas elect another. Errors: Unavailable with the reply when it is refused.
+absl::Status StepDown(natsConnection* connection, const std::string& stream);
 
 }  // namespace idem::natstest
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "store/nats/nats_client.h"
+#include "store/nats/nats_leaders.h"
 
 namespace idem::nats {
 namespace {
@@ -79,6 +80,7 @@ absl::StatusOr<uint64_t> JetStreamClient::EnsureBucket(const std::string& bucket
       const uint64_t last = info->State.LastSeq;
       jsStreamInfo_Destroy(info);
       if (!checked.ok()) return checked;
+      routes_->Watch(bucket);
       return last;
     }
     if (s != NATS_NOT_FOUND) {
@@ -106,7 +108,10 @@ absl::StatusOr<uint64_t> JetStreamClient::EnsureBucket(const std::string& bucket
     config.AllowDirect = false;  // reads from the leader only: they see every acknowledged write
     s = js_AddStream(&info, js_, &config, nullptr, &code);
     jsStreamInfo_Destroy(info);
-    if (s == NATS_OK) return uint64_t{0};
+    if (s == NATS_OK) {
+      routes_->Watch(bucket);
+      return uint64_t{0};
+    }
     // Another process created it first: check what it made.
     if (code != JSStreamNameExistErr) {
       return TranslateNatsError(s, code, fmt::format("creating bucket '{}'", bucket));

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "store/nats/nats_leaders.h"
+
 namespace idem::nats {
 namespace {
 
@@ -123,7 +125,7 @@ absl::StatusOr<std::unique_ptr<JetStreamClient>> JetStreamClient::Connect(const 
     return TranslateNatsError(s, 0, "opening a JetStream context");
   }
   std::unique_ptr<JetStreamClient> client(new JetStreamClient(connection, js, timeout));
-  if (absl::Status opened = client->OpenAsync(); !opened.ok()) return opened;
+  if (absl::Status opened = client->OpenAsync(uri.servers); !opened.ok()) return opened;
   jsAccountInfo* info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
   s = js_GetAccountInfo(&info, js, nullptr, &code);
@@ -143,8 +145,12 @@ absl::StatusOr<Entry> JetStreamClient::Read(const std::string& bucket, const std
   jsErrCode code = static_cast<jsErrCode>(0);
   const std::string stream = StreamOf(bucket);
   const std::string subject = SubjectOf(bucket, key);
-  const natsStatus s = js_GetLastMsg(&raw, js_, stream.c_str(), subject.c_str(), nullptr, &code);
+  // From the bucket's leader: the leader answers the request wherever it enters.
+  const natsStatus s =
+      js_GetLastMsg(&raw, routes_->For(bucket).sync, stream.c_str(), subject.c_str(), nullptr,
+                    &code);
   MsgPtr msg(raw);
+  if (s != NATS_OK && s != NATS_NOT_FOUND) routes_->Suspect(bucket);
   Entry entry;
   entry.key = key;
   if (s == NATS_NOT_FOUND && code != JSStreamNotFoundErr) return entry;
@@ -177,6 +183,10 @@ absl::StatusOr<bool> JetStreamClient::Delete(const std::string& bucket, const st
       .bucket = bucket, .key = key, .expected = expected, .marker = purge ? "PURGE" : "DEL"}});
   if (!written.front().ok()) return written.front().status();
   return written.front()->has_value();
+}
+
+std::string JetStreamClient::WriteServerOf(const std::string& bucket) {
+  return routes_->ServerOf(bucket);
 }
 
 }  // namespace idem::nats

@@ -8,6 +8,10 @@
 // lays it out, so `nats kv` tools see it. Reads go to the stream leader (never a follower's
 // direct get), so a read sees every write acknowledged before it.
 //
+// Writes and reads of a bucket go through a connection to its stream's leader once it is found
+// (LeaderRoutes), through the connection to any server until then; bucket calls, listings and
+// stream states through the latter.
+//
 // Thread-safety: safe to use from many threads at once (libnats connections are).
 #ifndef IDEM_STORE_NATS_NATS_CLIENT_H_
 #define IDEM_STORE_NATS_NATS_CLIENT_H_
@@ -37,6 +41,7 @@ struct Entry {
 };
 
 struct PendingWrites;  // nats_write_many.cc
+class LeaderRoutes;    // nats_leaders.h
 
 // How idem's buckets are made: replicas, max age (the store's retention), one value per key.
 struct BucketSpec {
@@ -122,10 +127,16 @@ class JetStreamClient {
   // Errors: Unavailable (no answer in time); Internal for a bucket that is gone.
   absl::StatusOr<StreamState> State(const std::string& bucket);
 
+  // The name of the server `bucket`'s writes go to now: its stream's leader once found and
+  // connected apart; "" while they go through the connection to any server (which may be the
+  // leader's too).
+  std::string WriteServerOf(const std::string& bucket);
+
  private:
   JetStreamClient(natsConnection* connection, jsCtx* js, Millis timeout);
-  // Opens async_js_, whose acknowledgement callback answers the writes of every WriteMany.
-  absl::Status OpenAsync();
+  // Opens async_js_, whose acknowledgement callback answers the writes of every WriteMany, and
+  // routes_, whose leader connections' contexts answer to the same callback.
+  absl::Status OpenAsync(std::vector<std::string> servers);
   absl::Status CheckBucket(const std::string& bucket, const jsStreamConfig& config,
                            const BucketSpec& spec, bool check_age) const;
 
@@ -135,6 +146,7 @@ class JetStreamClient {
   std::unique_ptr<PendingWrites> pending_;  // WriteMany's writes awaiting their acknowledgement
   jsCtx* async_js_ = nullptr;                // WriteMany's publishes; its callback's closure: pending_
   std::atomic<bool> published_{false};       // async_js_ sent something (libnats keeps a list)
+  std::unique_ptr<LeaderRoutes> routes_;     // each bucket's connection to its stream's leader
 };
 
 }  // namespace idem::nats

@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
 
 #include "store/nats/nats_client.h"
+#include "store/nats/nats_leaders.h"
 
 namespace idem::nats {
 namespace {
@@ -100,6 +102,7 @@ JetStreamClient::JetStreamClient(natsConnection* connection, jsCtx* js, Millis t
     : connection_(connection), js_(js), timeout_(timeout), pending_(new PendingWrites) {}
 
 JetStreamClient::~JetStreamClient() {
+  routes_.reset();  // its advisories' subscriptions are on connection_
   if (async_js_ != nullptr) {
     // Unanswered writes are taken back (no callback comes for them any more), then freed.
     natsMsgList unanswered{};
@@ -112,7 +115,7 @@ JetStreamClient::~JetStreamClient() {
   natsConnection_Destroy(connection_);
 }
 
-absl::Status JetStreamClient::OpenAsync() {
+absl::Status JetStreamClient::OpenAsync(std::vector<std::string> servers) {
   jsOptions options;
   jsOptions_Init(&options);
   options.Wait = timeout_.count();
@@ -120,6 +123,9 @@ absl::Status JetStreamClient::OpenAsync() {
   options.PublishAsync.AckHandlerClosure = pending_.get();
   const natsStatus s = natsConnection_JetStream(&async_js_, connection_, &options);
   if (s != NATS_OK) return TranslateNatsError(s, 0, "opening a JetStream context");
+  routes_ = std::make_unique<LeaderRoutes>(
+      connection_, LeaderRoutes::Route{.async = async_js_, .sync = js_, .published = &published_},
+      std::move(servers), timeout_, &OnAck, pending_.get());
   return absl::OkStatus();
 }
 
@@ -131,6 +137,11 @@ std::vector<WriteResult> JetStreamClient::WriteMany(const std::vector<Publish>& 
   jsPubOptions_Init(&options);
   options.MaxWait = timeout_.count();  // libnats answers a write with a timeout after this
   const auto slot_deadline = std::chrono::steady_clock::now() + timeout_;
+  // One route per bucket for the whole call, so that a bucket's writes keep their order.
+  std::map<std::string_view, LeaderRoutes::Route> routes;
+  for (const Publish& write : writes) {
+    if (!routes.contains(write.bucket)) routes.emplace(write.bucket, routes_->For(write.bucket));
+  }
   for (size_t i = 0; i < writes.size(); ++i) {
     natsMsg* msg = nullptr;
     natsStatus s = BuildMessage(&msg, writes[i]);
@@ -163,8 +174,9 @@ std::vector<WriteResult> JetStreamClient::WriteMany(const std::vector<Publish>& 
         fmt::format("$KV.{}.{}@{}", writes[i].bucket, writes[i].key, writes[i].expected);
     options.MsgId = writes[i].expected > 0 ? msg_id.c_str() : nullptr;
     natsMsg* const owned = msg;
-    published_ = true;
-    s = js_PublishMsgAsync(async_js_, &msg, &options);
+    const LeaderRoutes::Route& route = routes.at(writes[i].bucket);
+    *route.published = true;
+    s = js_PublishMsgAsync(route.async, &msg, &options);
     if (s == NATS_OK) {
       sent[i] = owned;
     } else {  // not sent: the library did not take it, no callback comes for it
@@ -187,6 +199,10 @@ std::vector<WriteResult> JetStreamClient::WriteMany(const std::vector<Publish>& 
     results[i] = TranslateNatsError(NATS_TIMEOUT, 0, What(writes[i]));
   }
   pending_->changed.notify_all();
+  lock.unlock();
+  for (size_t i = 0; i < writes.size(); ++i) {
+    if (!results[i].ok()) routes_->Suspect(writes[i].bucket);  // the leader may have moved
+  }
   return results;
 }
 
