@@ -1,5 +1,7 @@
 #include "cli/allocator_tuning.h"
 
+#include <sqlite3.h>
+
 #include <cstdlib>  // defines __GLIBC__ on glibc, which the test below needs
 
 #if defined(__GLIBC__)
@@ -17,6 +19,11 @@ void KeepFreedMemoryForReuse() {
   (void)mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
   (void)mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
 #endif
+}
+
+void TurnOffSqliteMemoryStatistics() {
+  // SQLITE_MISUSE once SQLite is initialized: the statistics then stay on, which is only slower.
+  (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
 }  // namespace idem::cli

@@ -226,6 +226,7 @@ void ReloadOnSighup(gateway::Server& server, const std::string& file, const Rere
 // Runs the gateway until SIGTERM or SIGINT, reloading `file` at SIGHUP; returns the exit code.
 int Serve(const gateway::GatewayConfig& config, const std::string& file, const Reread& reread) {
   KeepFreedMemoryForReuse();
+  TurnOffSqliteMemoryStatistics();
   // Blocked in every thread (they inherit the mask); this thread waits for them below.
   const sigset_t stop_signals = ServiceSignals();
   // A store file that reaches the process's file size limit (ulimit -f) must fail the write it
