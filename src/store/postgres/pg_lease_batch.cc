@@ -36,14 +36,15 @@ std::vector<const Scope*> ScopesToLock(std::span<const LeaseWrite> writes,
   return scopes;
 }
 
-// Reads the batch's clock and locks the rows of `scopes`, in one round trip with the statements
-// deferred before it (BEGIN).
-absl::StatusOr<int64_t> LockAndReadNow(PgConnection& conn, const Clock* clock,
+// Reads the batch's clock (`now_ms`; nullopt: the database's) and locks the rows of `scopes`, in
+// one round trip with the statements deferred before it (BEGIN), planned as NowStatement says;
+// the statements after it are planned for their values.
+absl::StatusOr<int64_t> LockAndReadNow(PgConnection& conn, std::optional<int64_t> now_ms,
                                        std::span<const Scope* const> scopes) {
   std::vector<Statement> statements;
-  statements.push_back(
-      NowStatement(clock == nullptr ? std::nullopt : std::optional(clock->NowMillis())));
+  statements.push_back(NowStatement(now_ms));
   if (!scopes.empty()) statements.push_back(LockRowsStatement(scopes));
+  statements.push_back(CustomPlansStatement());  // for the statements run one at a time after it
   IDEM_ASSIGN_OR_RETURN(std::vector<Result> answers, conn.RunAll(statements));
   return ReadNow(answers.front());
 }
@@ -57,7 +58,10 @@ absl::StatusOr<std::vector<LeaseWriteResult>> ApplyInTransaction(PgConnection& c
   const std::vector<size_t> order = LockOrder(writes);
   const std::vector<const Scope*> scopes = ScopesToLock(writes, order);
   if (RepeatsAScope(writes, order)) {
-    IDEM_ASSIGN_OR_RETURN(const int64_t now, LockAndReadNow(conn, clock, scopes));
+    IDEM_ASSIGN_OR_RETURN(
+        const int64_t now,
+        LockAndReadNow(conn, clock == nullptr ? std::nullopt : std::optional(clock->NowMillis()),
+                       scopes));
     return ApplyInTurn(conn, now, retention, writes, order, rules);
   }
   IDEM_ASSIGN_OR_RETURN(SetBatchOutcome set,
@@ -67,9 +71,7 @@ absl::StatusOr<std::vector<LeaseWriteResult>> ApplyInTransaction(PgConnection& c
   // after locking again. The fences drawn meanwhile are skipped, never handed out twice.
   IDEM_RETURN_IF_ERROR(conn.Run("ROLLBACK", {}, "rollback of a set-based lease batch").status());
   conn.Defer("BEGIN");
-  if (!scopes.empty()) {
-    IDEM_RETURN_IF_ERROR(conn.Run(LockRowsStatement(scopes)).status());
-  }
+  IDEM_RETURN_IF_ERROR(LockAndReadNow(conn, set.now_ms, scopes).status());
   return ApplyInTurn(conn, set.now_ms, retention, writes, order, rules);
 }
 

@@ -72,7 +72,8 @@ class SetBatch {
   }
 
  private:
-  // The pipeline: the clock, the locking, then one statement per kind of write, in lock order.
+  // The pipeline: the clock (with the planning settings), the locking, the claims, custom plans
+  // from there on, then one statement per kind of fenced write, in lock order.
   void Plan(std::span<const size_t> order, std::span<const Scope* const> scopes) {
     for (size_t i : order) {
       const LeaseWrite& write = writes_[i];
@@ -92,6 +93,8 @@ class SetBatch {
     if (!claims_.writes.empty()) {
       Add(claims_, InsertClaimsStatement(claims_.pointers, clock_now_, retention_));
     }
+    // Everything after the locking and the claims (here and in Finish) is planned for its values.
+    statements_.push_back(CustomPlansStatement());
     if (!beats_.writes.empty()) Add(beats_, ExtendLeasesStatement(beats_.pointers, clock_now_));
     if (!releases_.writes.empty()) {
       Add(releases_, DeleteClaimsStatement(releases_.pointers, clock_now_));

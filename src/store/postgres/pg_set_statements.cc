@@ -106,7 +106,14 @@ Statement ReadRowsStatement(std::span<const Scope* const> scopes) {
 }
 
 Statement NowStatement(std::optional<int64_t> now_ms) {
-  return {"SELECT c.ms FROM " IDEM_PG_BATCH_NOW(1), Params(NowParam(now_ms)), "reading the clock"};
+  return {"SELECT c.ms, set_config('enable_seqscan', 'off', true), "
+          "set_config('plan_cache_mode', 'force_generic_plan', true) FROM " IDEM_PG_BATCH_NOW(1),
+          Params(NowParam(now_ms)), "reading the clock"};
+}
+
+Statement CustomPlansStatement() {
+  return {"SELECT set_config('plan_cache_mode', 'force_custom_plan', true)", {},
+          "planning the batch's writes"};
 }
 
 absl::StatusOr<int64_t> ReadNow(const Result& result) {
@@ -170,8 +177,7 @@ Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats,
           " WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
           "AND r.expires_ms > c.ms RETURNING r.tenant, r.key",
           Params(tenants.Take(), keys.Take(), fences.Take(), leases.Take(), NowParam(now_ms)),
-          What("heartbeat", heartbeats.size()),
-          /*plan_per_run=*/true};
+          What("heartbeat", heartbeats.size())};
 }
 
 Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes,
@@ -206,8 +212,7 @@ Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes,
                  header_at.Take(), header_len.Take(), body_at.Take(), body_len.Take(),
                  Blob{std::move(headers)}, Blob{std::move(bodies)}, NowParam(now_ms),
                  retention.count()),
-          What("outcome", finishes.size()),
-          /*plan_per_run=*/true};
+          What("outcome", finishes.size())};
 }
 
 Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases,
@@ -224,8 +229,7 @@ Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases,
           " WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
           "AND r.expires_ms > c.ms RETURNING r.tenant, r.key",
           Params(tenants.Take(), keys.Take(), fences.Take(), NowParam(now_ms)),
-          What("release", releases.size()),
-          /*plan_per_run=*/true};
+          What("release", releases.size())};
 }
 
 size_t OutcomeBytes(const LeaseWrite& finish) {

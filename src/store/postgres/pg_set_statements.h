@@ -26,10 +26,20 @@ Statement ReadRowsStatement(std::span<const Scope* const> scopes);
 
 // The batch's clock, read in SQL by the statements below: `now_ms` (the caller's clock), or, when
 // nullopt, the database's at the time the transaction began, the same for every statement of it.
-// NowStatement returns it (one row, one column).
+// NowStatement returns it (one row, its first column). It also sets, for the rest of the
+// transaction (REQUIRES: one is open), how the statements after it are planned: from the plan
+// cached on the connection (plan_cache_mode force_generic_plan), made without sequential scans
+// (enable_seqscan off), so that the locking (a primary-key lookup per key) and the claims' INSERT
+// (no scan at all) are planned once per connection, and a plan made while idem_keys was small
+// still looks each key up by its primary key when the table has grown. Until CustomPlansStatement,
+// only those two may follow.
 Statement NowStatement(std::optional<int64_t> now_ms);
 // NowStatement's answer. Errors: Internal when it holds no row.
 absl::StatusOr<int64_t> ReadNow(const Result& result);
+// Sets, for the rest of the transaction, that every statement is planned at every run for its
+// parameters' values (plan_cache_mode force_custom_plan), prepared or not: what the fenced
+// writes below need, and any statement of the batch after them.
+Statement CustomPlansStatement();
 
 // The claims, inserted in the order given (the lock order) with fences from idem_fence_seq and
 // leases from the batch's now: INSERT … ON CONFLICT DO NOTHING, returning the records inserted.
@@ -39,9 +49,11 @@ Statement InsertClaimsStatement(std::span<const LeaseWrite* const> claims,
 
 // The fenced writes. Each changes the records of the writes that still hold their claim
 // (in_progress with the write's fence, unexpired at the batch's now) and returns their (tenant,
-// key). A join of the table with the arrays: planned at every run (Statement::plan_per_run), for
-// the arrays' length and the table's size then.
-// REQUIRES: no scope twice; every write of the kind the statement names.
+// key). A join of the table with the arrays, whose best plan depends on the arrays' length and on
+// the table's size: prepared once per connection, but planned at every run for the values then.
+// REQUIRES: no scope twice; every write of the kind the statement names; CustomPlansStatement
+// ran before it in the transaction (else a plan cached while the table was small could scan it
+// whole).
 Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats,
                                 std::optional<int64_t> now_ms);
 // kComplete and kFailFinal together; the records then expire after `retention`.

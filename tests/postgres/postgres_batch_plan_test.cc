@@ -1,0 +1,180 @@
+// How a PostgreSQL lease batch's statements are planned (src/store/postgres/pg_set_statements.h):
+// the row locks and the claims' INSERT from a plan made once per connection, that looks each key
+// up by its primary key even when it was made while idem_keys was small; the fenced writes
+// prepared but planned at every run; and all of them prepared again on a new connection.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "idem/clock.h"
+#include "idem/store.h"
+#include "pg_test_support.h"
+
+namespace idem {
+namespace {
+
+using namespace std::chrono_literals;
+using Kind = LeaseWrite::Kind;
+
+LeaseWrite Claim(std::string key) {
+  return {.kind = Kind::kClaim,
+          .scope = {"t", std::move(key)},
+          .fingerprint = std::string(64, 'a'),
+          .owner = "w",
+          .lease = 30s};
+}
+
+LeaseWrite Complete(std::string key, int64_t fence) {
+  return {.kind = Kind::kComplete,
+          .scope = {"t", std::move(key)},
+          .fence = fence,
+          .response = {.status = 201, .body = "done"}};
+}
+
+// A statement prepared on the store's connection, with how often it ran from the cached plan.
+struct PreparedStatement {
+  std::string name;
+  int64_t generic_plans = 0;
+  int64_t custom_plans = 0;
+};
+
+class PostgresBatchPlans : public ::testing::Test {
+ protected:
+  // A store on a fresh schema with one connection, so that batches and the queries of
+  // PreparedLike run on the same one.
+  void Open() {
+    absl::StatusOr<pgtest::FreshSchema> fresh = pgtest::CreateFreshSchemaUri();
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    fresh_ = *fresh;
+    StoreOptions options;
+    options.clock = &clock_;
+    options.max_connections = 1;
+    absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(fresh_.uri, options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+  }
+
+  // Batch `round`: claims four new keys and completes the four of the round before.
+  absl::Status RunBatch(int round) {
+    std::vector<LeaseWrite> writes;
+    for (int k = 0; k < 4; ++k) writes.push_back(Claim(fmt::format("key-{}-{}", round, k)));
+    for (int k = 0; k < 4 && round > 0; ++k) {
+      writes.push_back(Complete(fmt::format("key-{}-{}", round - 1, k), fences_[k]));
+    }
+    absl::StatusOr<std::vector<LeaseWriteResult>> results = store_->ApplyLeaseBatch(writes);
+    if (!results.ok()) return results.status();
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_TRUE((*results)[k].claimed) << round << " " << k;
+      fences_[k] = (*results)[k].record.fence;
+    }
+    for (size_t n = 4; n < results->size(); ++n) EXPECT_TRUE((*results)[n].status.ok());
+    return absl::OkStatus();
+  }
+
+  // Runs `sql` lines on the store's connection in a transaction of their own (rolled back) and
+  // returns the last one's rows.
+  std::vector<SqlRow> OnStoreConnection(const std::vector<std::string>& sql) {
+    absl::StatusOr<std::unique_ptr<StoreTransaction>> tx = store_->Begin();
+    EXPECT_TRUE(tx.ok()) << tx.status();
+    if (!tx.ok()) return {};
+    std::vector<SqlRow> rows;
+    for (const std::string& line : sql) {
+      absl::StatusOr<std::vector<SqlRow>> got = (*tx)->Query(line);
+      EXPECT_TRUE(got.ok()) << line << ": " << got.status();
+      if (got.ok()) rows = *std::move(got);
+    }
+    EXPECT_TRUE((*tx)->Rollback().ok());
+    return rows;
+  }
+
+  // The statement prepared on the store's connection whose text contains `part`.
+  std::optional<PreparedStatement> PreparedLike(const std::string& part) {
+    const std::vector<SqlRow> rows = OnStoreConnection(
+        {"SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE strpos("
+         "statement, '" +
+         part + "') > 0 AND strpos(statement, 'pg_prepared_statements') = 0"});
+    if (rows.size() != 1) return std::nullopt;
+    return PreparedStatement{std::get<std::string>(rows[0][0]), std::get<int64_t>(rows[0][1]),
+                             std::get<int64_t>(rows[0][2])};
+  }
+
+  ManualClock clock_;
+  pgtest::FreshSchema fresh_;
+  std::unique_ptr<Store> store_;
+  int64_t fences_[4] = {};
+};
+
+TEST_F(PostgresBatchPlans, RowLocksAndClaimsRunFromOnePlanAndFencedWritesArePlannedAtEveryRun) {
+  Open();
+  for (int round = 0; round < 8; ++round) ASSERT_TRUE(RunBatch(round).ok());
+  const std::optional<PreparedStatement> locks = PreparedLike("FOR UPDATE) AS r ORDER BY u.n");
+  const std::optional<PreparedStatement> claims = PreparedLike("INSERT INTO idem_keys");
+  const std::optional<PreparedStatement> outcomes = PreparedLike("UPDATE idem_keys AS r SET state");
+  ASSERT_TRUE(locks.has_value());
+  ASSERT_TRUE(claims.has_value());
+  ASSERT_TRUE(outcomes.has_value());
+  EXPECT_EQ(locks->generic_plans, 8);
+  EXPECT_EQ(locks->custom_plans, 0);
+  EXPECT_EQ(claims->generic_plans, 8);
+  EXPECT_EQ(claims->custom_plans, 0);
+  // The first round had no outcome to record.
+  EXPECT_EQ(outcomes->generic_plans, 0);
+  EXPECT_EQ(outcomes->custom_plans, 7);
+}
+
+TEST_F(PostgresBatchPlans, ARowLockPlanMadeWhileTheTableWasSmallLooksEachKeyUpByPrimaryKey) {
+  Open();
+  // A small table with fresh statistics, and no autovacuum to invalidate the plan cached below.
+  ASSERT_TRUE(RunBatch(0).ok());
+  ASSERT_TRUE(
+      pgtest::AdminQuery(fresh_.schema, "ALTER TABLE idem_keys SET (autovacuum_enabled = false)")
+          .ok());
+  ASSERT_TRUE(pgtest::AdminQuery(fresh_.schema, "VACUUM ANALYZE idem_keys").ok());
+  for (int round = 1; round < 8; ++round) ASSERT_TRUE(RunBatch(round).ok());
+  // Made for a table of a few rows, where a sequential scan costs least; a plan the table
+  // outgrows.
+  const std::optional<PreparedStatement> locks = PreparedLike("FOR UPDATE) AS r ORDER BY u.n");
+  ASSERT_TRUE(locks.has_value());
+  const std::vector<SqlRow> plan =
+      OnStoreConnection({"SET LOCAL plan_cache_mode = force_generic_plan",
+                         fmt::format("EXPLAIN EXECUTE {}('{{t}}', '{{key-0-0}}')", locks->name)});
+  std::string text;
+  for (const SqlRow& row : plan) text += std::get<std::string>(row[0]) + "\n";
+  EXPECT_NE(text.find("Index Scan using idem_keys_pkey"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
+}
+
+TEST_F(PostgresBatchPlans, ABatchOnANewConnectionPreparesItsStatementsAgain) {
+  Open();
+  for (int round = 0; round < 3; ++round) ASSERT_TRUE(RunBatch(round).ok());
+  const std::vector<SqlRow> pid = OnStoreConnection({"SELECT pg_backend_pid()"});
+  ASSERT_EQ(pid.size(), 1u);
+  const int64_t old_pid = std::get<int64_t>(pid[0][0]);
+  ASSERT_TRUE(pgtest::AdminQuery({}, fmt::format("SELECT pg_terminate_backend({}, 10000)", old_pid))
+                  .ok());
+  // The batch on the dead connection fails (nothing of it applied) and the pool drops it; the next
+  // runs on a new connection, where no statement of idem's is prepared yet.
+  absl::Status status = RunBatch(3);
+  if (!status.ok()) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+    status = RunBatch(3);
+  }
+  ASSERT_TRUE(status.ok()) << status;
+  for (int round = 4; round < 8; ++round) ASSERT_TRUE(RunBatch(round).ok());
+  const std::vector<SqlRow> new_pid = OnStoreConnection({"SELECT pg_backend_pid()"});
+  ASSERT_EQ(new_pid.size(), 1u);
+  EXPECT_NE(std::get<int64_t>(new_pid[0][0]), old_pid);
+  const std::optional<PreparedStatement> locks = PreparedLike("FOR UPDATE) AS r ORDER BY u.n");
+  ASSERT_TRUE(locks.has_value());
+  EXPECT_EQ(locks->generic_plans, 5);
+  EXPECT_EQ(store_->Get({"t", "key-6-3"})->response.body, "done");
+}
+
+}  // namespace
+}  // namespace idem
