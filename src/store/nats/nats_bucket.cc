@@ -69,7 +69,7 @@ absl::Status JetStreamClient::CheckBucket(const std::string& bucket, const jsStr
 absl::StatusOr<uint64_t> JetStreamClient::EnsureBucket(const std::string& bucket,
                                                        const BucketSpec& spec, bool create,
                                                        bool check_age) {
-  const std::string stream = "KV_" + bucket;
+  const std::string stream = StreamOf(bucket);
   const std::string subject = fmt::format("$KV.{}.>", bucket);
   for (int attempt = 0; attempt < 2; ++attempt) {
     jsStreamInfo* info = nullptr;
@@ -126,7 +126,7 @@ absl::StatusOr<uint64_t> JetStreamClient::EnsureBucket(const std::string& bucket
 absl::StatusOr<JetStreamClient::StreamState> JetStreamClient::State(const std::string& bucket) {
   jsStreamInfo* info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  const std::string stream = "KV_" + bucket;
+  const std::string stream = StreamOf(bucket);
   const natsStatus s = js_GetStreamInfo(&info, js_, stream.c_str(), nullptr, &code);
   if (s != NATS_OK) {
     return TranslateNatsError(s, code, fmt::format("asking for the state of bucket '{}'", bucket));

@@ -11,7 +11,6 @@ namespace {
 
 constexpr char kOperationHeader[] = "KV-Operation";
 
-std::string StreamOf(const std::string& bucket) { return "KV_" + bucket; }
 std::string SubjectOf(const std::string& bucket, const std::string& key) {
   return fmt::format("$KV.{}.{}", bucket, key);
 }
@@ -107,7 +106,7 @@ absl::StatusOr<std::unique_ptr<JetStreamClient>> JetStreamClient::Connect(const 
   for (const std::string& server : uri.servers) servers.push_back(server.c_str());
   natsStatus s = natsOptions_SetServers(options, servers.data(), static_cast<int>(servers.size()));
   if (s == NATS_OK) s = natsOptions_SetTimeout(options, timeout.count());
-  if (s == NATS_OK) s = natsOptions_SetName(options, "idem key store");
+  if (s == NATS_OK) s = natsOptions_SetName(options, kConnectionName);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(options, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(options, 100);
   if (s == NATS_OK) s = natsOptions_SetFailRequestsOnDisconnect(options, true);

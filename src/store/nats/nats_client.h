@@ -43,6 +43,13 @@ struct Entry {
 struct PendingWrites;  // nats_write_many.cc
 class LeaderRoutes;    // nats_leaders.h
 
+// The name every connection of the store gives the servers (its main one and each leader
+// connection alike), as their monitoring lists it.
+inline constexpr char kConnectionName[] = "idem key store";
+
+// The stream that holds `bucket` (the KV layout's name for it).
+inline std::string StreamOf(const std::string& bucket) { return "KV_" + bucket; }
+
 // How idem's buckets are made: replicas, max age (the store's retention), one value per key.
 struct BucketSpec {
   int replicas = 3;

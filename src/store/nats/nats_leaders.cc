@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "store/nats/nats_client.h"
 #include "store/nats/nats_server_name.h"
 
 namespace idem::nats {
@@ -146,7 +147,7 @@ LeaderRoutes::Answer LeaderRoutes::Ask(const std::string& bucket, Server** serve
   jsOptions_Init(&options);
   options.Wait = std::min(timeout_, kAskWait).count();
   jsStreamInfo* info = nullptr;
-  const std::string stream = "KV_" + bucket;
+  const std::string stream = StreamOf(bucket);
   std::string leader;
   Answer answer = Answer::kNone;
   if (js_GetStreamInfo(&info, main_route_.sync, stream.c_str(), &options, nullptr) == NATS_OK) {
@@ -224,7 +225,7 @@ LeaderRoutes::Server* LeaderRoutes::Connect(const std::string& name) {
   if (s == NATS_OK) s = natsOptions_SetNoRandomize(options, true);
   if (s == NATS_OK) s = natsOptions_SetIgnoreDiscoveredServers(options, true);
   if (s == NATS_OK) s = natsOptions_SetTimeout(options, std::min(timeout_, kAskWait).count());
-  if (s == NATS_OK) s = natsOptions_SetName(options, "idem key store");
+  if (s == NATS_OK) s = natsOptions_SetName(options, kConnectionName);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(options, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(options, kReconnectWaitMs);
   if (s == NATS_OK) s = natsOptions_SetFailRequestsOnDisconnect(options, true);
