@@ -1,5 +1,6 @@
 #include "nats_test_support.h"
 
+#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -7,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <thread>
 
@@ -159,24 +159,28 @@ absl::StatusOr<std::string> HttpGet(const std::string& url) {
 absl::StatusOr<ConnectionMessages> MessagesFrom(Fixture fixture, std::string_view client_name) {
   std::ifstream in(FixtureDir(fixture) + "/monitor");
   ConnectionMessages out;
-  // Each connection of /connz is an object opened by its "cid"; its in_msgs and name follow.
-  const std::regex cid(R"re("cid":\s*(\d+))re");
-  const std::regex in_msgs(R"re("in_msgs":\s*(\d+))re");
-  const std::regex name(R"re("name":\s*"([^"]*)")re");
   for (std::string monitor; std::getline(in, monitor);) {
     absl::StatusOr<std::string> connz = HttpGet(monitor + "/connz?limit=4096");
     if (!connz.ok()) return connz.status();
+    boost::system::error_code error;
+    const boost::json::value page = boost::json::parse(*connz, error);
+    const boost::json::value* connections =
+        error || !page.is_object() ? nullptr : page.as_object().if_contains("connections");
+    if (connections == nullptr || !connections->is_array()) {
+      return absl::UnavailableError(fmt::format("{}/connz answered no connection list", monitor));
+    }
     std::map<int64_t, int64_t>& node = out.emplace_back();
-    size_t at = connz->find("\"cid\"");
-    while (at != std::string::npos) {
-      const size_t next = connz->find("\"cid\"", at + 1);
-      const std::string connection = connz->substr(at, next == std::string::npos ? next : next - at);
-      std::smatch c, m, n;
-      if (std::regex_search(connection, n, name) && n[1].str() == client_name &&
-          std::regex_search(connection, c, cid) && std::regex_search(connection, m, in_msgs)) {
-        node[std::stoll(c[1])] = std::stoll(m[1]);
+    for (const boost::json::value& connection : connections->as_array()) {
+      const boost::json::object* c = connection.if_object();
+      if (c == nullptr) continue;
+      const boost::json::value* name = c->if_contains("name");
+      const boost::json::value* cid = c->if_contains("cid");
+      const boost::json::value* in_msgs = c->if_contains("in_msgs");
+      if (name == nullptr || !name->is_string() || name->as_string() != client_name ||
+          cid == nullptr || !cid->is_int64() || in_msgs == nullptr || !in_msgs->is_int64()) {
+        continue;
       }
-      at = next;
+      node[cid->as_int64()] = in_msgs->as_int64();
     }
   }
   if (out.empty()) return absl::UnavailableError("the fixture's monitor file lists no server");
