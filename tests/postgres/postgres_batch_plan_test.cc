@@ -1,7 +1,8 @@
 // How a PostgreSQL lease batch's statements are planned (src/store/postgres/pg_set_statements.h):
 // the row locks and the claims' INSERT from a plan made once per connection, that looks each key
 // up by its primary key even when it was made while idem_keys was small; the fenced writes
-// prepared but planned at every run; and all of them prepared again on a new connection.
+// prepared but planned at every run, each key looked up by its primary key whatever the table's
+// statistics say of its other indexes; and all of them prepared again on a new connection.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -148,6 +149,55 @@ TEST_F(PostgresBatchPlans, ARowLockPlanMadeWhileTheTableWasSmallLooksEachKeyUpBy
   for (const SqlRow& row : plan) text += std::get<std::string>(row[0]) + "\n";
   EXPECT_NE(text.find("Index Scan using idem_keys_pkey"), std::string::npos) << text;
   EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
+}
+
+// The outcomes' UPDATE names the state and expiry of the rows it writes. While those conditions
+// matched idem_keys_in_progress and idem_keys_expires, a table with a few keys in progress among
+// many finished ones (accurate statistics) was planned as a scan of the in-progress index hashed
+// against the arrays: a scan that also reads every dead entry the index keeps until the next
+// vacuum, at every batch. Each key is to be found by its primary key.
+TEST_F(PostgresBatchPlans, AnOutcomePlanLooksEachKeyUpByPrimaryKeyWhateverTheOtherIndexesHold) {
+  Open();
+  for (int round = 0; round < 2; ++round) ASSERT_TRUE(RunBatch(round).ok());
+  // Statistics of exactly these rows: no autovacuum between the ANALYZE below and the EXPLAIN.
+  ASSERT_TRUE(
+      pgtest::AdminQuery(fresh_.schema, "ALTER TABLE idem_keys SET (autovacuum_enabled = false)")
+          .ok());
+  ASSERT_TRUE(pgtest::AdminQuery(fresh_.schema,
+                                 "INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, "
+                                 "owner, lease_until_ms, created_ms, updated_ms, expires_ms) "
+                                 "SELECT 't', 'many-' || i, 'f', CASE WHEN i < 64 THEN 1 ELSE 2 "
+                                 "END, 1000 + i, 'w', 9e15, 1, 1, 9e15 "
+                                 "FROM generate_series(0, 9999) AS i; ANALYZE idem_keys")
+                  .ok());
+  const std::optional<PreparedStatement> outcomes = PreparedLike("UPDATE idem_keys AS r SET state");
+  ASSERT_TRUE(outcomes.has_value());
+  // Outcomes of the 64 keys in progress: tenants, keys, fences, states, statuses, then the
+  // offsets and lengths of empty headers and bodies, the bytes, the clock (the database's) and
+  // the retention.
+  std::string tenants, keys, fences, states, statuses, offsets, lengths;
+  for (int i = 0; i < 64; ++i) {
+    const char* comma = i == 0 ? "" : ",";
+    tenants += fmt::format("{}t", comma);
+    keys += fmt::format("{}many-{}", comma, i);
+    fences += fmt::format("{}{}", comma, 1000 + i);
+    states += fmt::format("{}2", comma);
+    statuses += fmt::format("{}201", comma);
+    offsets += fmt::format("{}1", comma);
+    lengths += fmt::format("{}0", comma);
+  }
+  const std::vector<SqlRow> plan = OnStoreConnection(
+      {// As a batch plans it (the clock statement's settings, then custom plans).
+       "SET LOCAL enable_seqscan = off", "SET LOCAL plan_cache_mode = force_custom_plan",
+       fmt::format("EXPLAIN EXECUTE {}('{{{}}}', '{{{}}}', '{{{}}}', '{{{}}}', '{{{}}}', "
+                   "'{{{}}}', '{{{}}}', '{{{}}}', '{{{}}}', ''::bytea, ''::bytea, NULL, 86400000)",
+                   outcomes->name, tenants, keys, fences, states, statuses, offsets, lengths,
+                   offsets, lengths)});
+  std::string text;
+  for (const SqlRow& row : plan) text += std::get<std::string>(row[0]) + "\n";
+  EXPECT_NE(text.find("Index Cond: ((tenant = u.t) AND (key = u.k))"), std::string::npos) << text;
+  EXPECT_EQ(text.find("idem_keys_in_progress"), std::string::npos) << text;
+  EXPECT_EQ(text.find("idem_keys_expires"), std::string::npos) << text;
 }
 
 TEST_F(PostgresBatchPlans, ABatchOnANewConnectionPreparesItsStatementsAgain) {

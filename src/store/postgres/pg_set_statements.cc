@@ -20,6 +20,15 @@ namespace {
 #define IDEM_PG_BATCH_NOW(n) \
   "(SELECT COALESCE($" #n "::bigint, floor(extract(epoch FROM now()) * 1000)::bigint) AS ms) AS c"
 
+// The row `r` a fenced write of key (u.t, u.k) may change: its holder's, live, still in progress.
+// The state and expiry are compared through `+ 0` so that no index matches them and each key is
+// looked up by its primary key. Matched, they let the planner read the batch's rows from
+// idem_keys_in_progress (alone or in a BitmapAnd with idem_keys_expires) hashed against the
+// arrays: a plan it picks at every table size, that reads every entry those indexes hold at each
+// batch, dead ones (kept until the next vacuum) and, in the BitmapAnd, every unexpired record.
+#define IDEM_PG_FENCED_ROW \
+  "r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state + 0 = 1 AND r.expires_ms + 0 > c.ms"
+
 // An array literal of text elements, each quoted ("" and \ escaped), so that any text (empty, with
 // commas, braces, quotes or the word NULL) reads back as itself.
 class TextArray {
@@ -174,8 +183,7 @@ Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats,
           "expires_ms = GREATEST(r.expires_ms, c.ms + u.l) "
           "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(t, k, f, l), "
           IDEM_PG_BATCH_NOW(5)
-          " WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
-          "AND r.expires_ms > c.ms RETURNING r.tenant, r.key",
+          " WHERE " IDEM_PG_FENCED_ROW " RETURNING r.tenant, r.key",
           Params(tenants.Take(), keys.Take(), fences.Take(), leases.Take(), NowParam(now_ms)),
           What("heartbeat", heartbeats.size())};
 }
@@ -206,8 +214,7 @@ Statement RecordOutcomesStatement(std::span<const LeaseWrite* const> finishes,
           "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::smallint[], $5::int[], "
           "$6::int[], $7::int[], $8::int[], $9::int[]) AS u(t, k, f, s, st, ha, hl, ba, bl), "
           IDEM_PG_BATCH_NOW(12)
-          " WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
-          "AND r.expires_ms > c.ms RETURNING r.tenant, r.key",
+          " WHERE " IDEM_PG_FENCED_ROW " RETURNING r.tenant, r.key",
           Params(tenants.Take(), keys.Take(), fences.Take(), states.Take(), statuses.Take(),
                  header_at.Take(), header_len.Take(), body_at.Take(), body_len.Take(),
                  Blob{std::move(headers)}, Blob{std::move(bodies)}, NowParam(now_ms),
@@ -226,8 +233,7 @@ Statement DeleteClaimsStatement(std::span<const LeaseWrite* const> releases,
   }
   return {"DELETE FROM idem_keys AS r USING unnest($1::text[], $2::text[], $3::bigint[]) "
           "AS u(t, k, f), " IDEM_PG_BATCH_NOW(4)
-          " WHERE r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state = 1 "
-          "AND r.expires_ms > c.ms RETURNING r.tenant, r.key",
+          " WHERE " IDEM_PG_FENCED_ROW " RETURNING r.tenant, r.key",
           Params(tenants.Take(), keys.Take(), fences.Take(), NowParam(now_ms)),
           What("release", releases.size())};
 }
@@ -249,5 +255,6 @@ std::vector<std::string> ScopeIdsOf(const Result& result) {
 }
 
 #undef IDEM_PG_BATCH_NOW
+#undef IDEM_PG_FENCED_ROW
 
 }  // namespace idem::postgres
