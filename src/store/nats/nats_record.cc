@@ -1,10 +1,9 @@
 #include "store/nats/nats_record.h"
 
-#include <fmt/format.h>
-#include <openssl/sha.h>
-
-#include <array>
+#include <charconv>
 #include <cstring>
+
+#include "idem/fingerprint.h"
 
 namespace idem::nats {
 namespace {
@@ -65,13 +64,12 @@ HashedScope HashScope(const Scope& scope, int shards) {
   std::string input;
   PutString(input, scope.tenant);
   input.append(scope.key);
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
-  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest.data());
   HashedScope out;
-  out.bucket_key.reserve(2 * digest.size());
-  for (unsigned char byte : digest) out.bucket_key += fmt::format("{:02x}", byte);
-  const uint32_t prefix = (uint32_t{digest[0]} << 24) | (uint32_t{digest[1]} << 16) |
-                          (uint32_t{digest[2]} << 8) | uint32_t{digest[3]};
+  out.bucket_key = Sha256Hex(input);
+  // The shard is drawn from the digest's first four bytes, read big-endian: its first eight hex
+  // digits.
+  uint32_t prefix = 0;
+  std::from_chars(out.bucket_key.data(), out.bucket_key.data() + 8, prefix, 16);
   out.shard = static_cast<int>(prefix % static_cast<uint32_t>(shards));
   return out;
 }

@@ -57,6 +57,18 @@ TEST(NatsRecord, BucketKeysAreStableHexAndSeparateTenantFromKey) {
   EXPECT_EQ(a.shard, 0);
 }
 
+// Records already stored are found under these keys and shards: SHA-256 of the tenant's length
+// (4 bytes, little-endian), the tenant and the key, in lowercase hex; the shard from the digest's
+// first four bytes, big-endian.
+TEST(NatsRecord, BucketKeysAndShardsAreThoseOfStoredRecords) {
+  const HashedScope a = HashScope({"ab", "c"}, 4);
+  EXPECT_EQ(a.bucket_key, "18ceb0f3cee682622e29efe8ab8e35b9fc243888b510ac17eb5659b2d935b336");
+  EXPECT_EQ(a.shard, static_cast<int>(0x18ceb0f3u % 4));
+  const HashedScope b = HashScope({"t", "key-7"}, 4);
+  EXPECT_EQ(b.bucket_key, "ca732e12bcde7209c3a13874a81797a085b83d3a7e958bd2430d0ac6444b9688");
+  EXPECT_EQ(b.shard, static_cast<int>(0xca732e12u % 4));
+}
+
 TEST(NatsRecord, ShardsSpreadKeysOverEveryBucket) {
   std::set<int> seen;
   for (int i = 0; i < 200; ++i) {
