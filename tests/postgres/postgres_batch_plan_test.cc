@@ -94,6 +94,14 @@ class PostgresBatchPlans : public ::testing::Test {
     return rows;
   }
 
+  // The plan EXPLAIN prints as the last of `sql` (run as OnStoreConnection runs them), one line
+  // per row.
+  std::string PlanOnStoreConnection(const std::vector<std::string>& sql) {
+    std::string text;
+    for (const SqlRow& row : OnStoreConnection(sql)) text += std::get<std::string>(row[0]) + "\n";
+    return text;
+  }
+
   // The statement prepared on the store's connection whose text contains `part`.
   std::optional<PreparedStatement> PreparedLike(const std::string& part) {
     const std::vector<SqlRow> rows = OnStoreConnection(
@@ -142,11 +150,9 @@ TEST_F(PostgresBatchPlans, ARowLockPlanMadeWhileTheTableWasSmallLooksEachKeyUpBy
   // outgrows.
   const std::optional<PreparedStatement> locks = PreparedLike("FOR UPDATE) AS r ORDER BY u.n");
   ASSERT_TRUE(locks.has_value());
-  const std::vector<SqlRow> plan =
-      OnStoreConnection({"SET LOCAL plan_cache_mode = force_generic_plan",
-                         fmt::format("EXPLAIN EXECUTE {}('{{t}}', '{{key-0-0}}')", locks->name)});
-  std::string text;
-  for (const SqlRow& row : plan) text += std::get<std::string>(row[0]) + "\n";
+  const std::string text = PlanOnStoreConnection(
+      {"SET LOCAL plan_cache_mode = force_generic_plan",
+       fmt::format("EXPLAIN EXECUTE {}('{{t}}', '{{key-0-0}}')", locks->name)});
   EXPECT_NE(text.find("Index Scan using idem_keys_pkey"), std::string::npos) << text;
   EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
 }
@@ -186,15 +192,13 @@ TEST_F(PostgresBatchPlans, AnOutcomePlanLooksEachKeyUpByPrimaryKeyWhateverTheOth
     offsets += fmt::format("{}1", comma);
     lengths += fmt::format("{}0", comma);
   }
-  const std::vector<SqlRow> plan = OnStoreConnection(
+  const std::string text = PlanOnStoreConnection(
       {// As a batch plans it (the clock statement's settings, then custom plans).
        "SET LOCAL enable_seqscan = off", "SET LOCAL plan_cache_mode = force_custom_plan",
        fmt::format("EXPLAIN EXECUTE {}('{{{}}}', '{{{}}}', '{{{}}}', '{{{}}}', '{{{}}}', "
                    "'{{{}}}', '{{{}}}', '{{{}}}', '{{{}}}', ''::bytea, ''::bytea, NULL, 86400000)",
                    outcomes->name, tenants, keys, fences, states, statuses, offsets, lengths,
                    offsets, lengths)});
-  std::string text;
-  for (const SqlRow& row : plan) text += std::get<std::string>(row[0]) + "\n";
   EXPECT_NE(text.find("Index Cond: ((tenant = u.t) AND (key = u.k))"), std::string::npos) << text;
   EXPECT_EQ(text.find("idem_keys_in_progress"), std::string::npos) << text;
   EXPECT_EQ(text.find("idem_keys_expires"), std::string::npos) << text;
