@@ -26,8 +26,9 @@ namespace {
 // idem_keys_in_progress (alone or in a BitmapAnd with idem_keys_expires) hashed against the
 // arrays: a plan it picks at every table size, that reads every entry those indexes hold at each
 // batch, dead ones (kept until the next vacuum) and, in the BitmapAnd, every unexpired record.
-#define IDEM_PG_FENCED_ROW \
-  "r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND r.state + 0 = 1 AND r.expires_ms + 0 > c.ms"
+#define IDEM_PG_FENCED_ROW                                \
+  "r.tenant = u.t AND r.key = u.k AND r.fence = u.f AND " \
+  "r.state + 0 = 1 AND r.expires_ms + 0 > c.ms"
 
 // An array literal of text elements, each quoted ("" and \ escaped), so that any text (empty, with
 // commas, braces, quotes or the word NULL) reads back as itself.
