@@ -75,12 +75,22 @@ class SlowStore final : public testing::ForwardingStore {
   SlowStore(Store& real, Millis commit) : ForwardingStore(real), commit_(commit) {}
   absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
       std::span<const LeaseWrite> writes) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++started_;
+    }
+    started_cv_.notify_all();
     std::this_thread::sleep_for(commit_);  // the commit's own time, not a synchronisation
     std::lock_guard<std::mutex> lock(mu_);
     std::set<std::string>& keys = batches_.emplace_back();
     for (const LeaseWrite& w : writes)
       keys.insert(w.scope.key + (w.kind == LeaseWrite::Kind::kClaim ? ":claim" : ":complete"));
     return real_.ApplyLeaseBatch(writes);
+  }
+  // Returns once `n` batches have reached the store (each then takes the commit's time).
+  void WaitUntilStarted(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    started_cv_.wait(lock, [&] { return started_ >= n; });
   }
   // The keys of every batch so far, in the order committed.
   std::vector<std::set<std::string>> batches() {
@@ -91,8 +101,21 @@ class SlowStore final : public testing::ForwardingStore {
  private:
   const Millis commit_;
   std::mutex mu_;
+  std::condition_variable started_cv_;
+  int started_ = 0;  // batches that reached ApplyLeaseBatch
   std::vector<std::set<std::string>> batches_;
 };
+
+// The batches' writes, in commit order: "[first:claim] [a:claim b:claim] ...".
+std::string Describe(const std::vector<std::set<std::string>>& batches) {
+  std::string out;
+  for (const std::set<std::string>& batch : batches) {
+    out += out.empty() ? "[" : " [";
+    for (const std::string& write : batch) out += (out.back() == '[' ? "" : " ") + write;
+    out += "]";
+  }
+  return out;
+}
 
 class GroupCommitWritersTest : public ::idem::testing::TempSqliteStoreTest {};
 
@@ -231,6 +254,9 @@ std::vector<std::set<std::string>> TwoOutcomesApart(Store& store, Millis b_after
                     });
   };
   service->Submit(Claim("first"), ioc.get_executor(), [](KeyOpResult) {});
+  // a and b queue up while the first batch commits, so that one batch claims both (else the
+  // writer may take a with "first" and b after it).
+  slow.WaitUntilStarted(1);
   service->Submit(Claim("a"), ioc.get_executor(),
                   [&](KeyOpResult r) { complete("a", r.record.fence); });
   service->Submit(Claim("b"), ioc.get_executor(), [&](KeyOpResult r) {
@@ -252,7 +278,7 @@ TEST_F(GroupCommitWritersTest, AWriterLingersForTheWritesItsLastBatchsAnswersBri
       TwoOutcomesApart(*store_, Millis(5), Millis(1000));
   ASSERT_FALSE(batches.empty());
   EXPECT_TRUE(batches.back().contains("a:complete") && batches.back().contains("b:complete"))
-      << "a's and b's outcomes were committed apart (" << batches.size() << " batches)";
+      << "a's and b's outcomes were committed apart: " << Describe(batches);
 }
 
 // With max_linger 0 the writer never waits: b's outcome, 50 ms later (while a's commits), gets a
