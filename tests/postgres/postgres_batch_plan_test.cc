@@ -1,8 +1,9 @@
 // How a PostgreSQL lease batch's statements are planned (src/store/postgres/pg_set_statements.h):
 // the row locks and the claims' INSERT from a plan made once per connection, that looks each key
 // up by its primary key even when it was made while idem_keys was small; the fenced writes
-// prepared but planned at every run, each key looked up by its primary key whatever the table's
-// statistics say of its other indexes; and all of them prepared again on a new connection.
+// prepared but planned at every run while the table is small, from one plan once it is large,
+// each key looked up by its primary key whatever the table's statistics say of its other indexes;
+// and all of them prepared again on a new connection.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -202,6 +203,61 @@ TEST_F(PostgresBatchPlans, AnOutcomePlanLooksEachKeyUpByPrimaryKeyWhateverTheOth
   EXPECT_NE(text.find("Index Cond: ((tenant = u.t) AND (key = u.k))"), std::string::npos) << text;
   EXPECT_EQ(text.find("idem_keys_in_progress"), std::string::npos) << text;
   EXPECT_EQ(text.find("idem_keys_expires"), std::string::npos) << text;
+}
+
+// From a heap of kLargeKeyTableBytes (a megabyte) on, the fenced writes run from one plan per
+// connection instead of being planned at every batch: made without sequential scans and for arrays
+// of no particular length, it is still the loop that looks each key up by its primary key.
+TEST_F(PostgresBatchPlans, OnALargeTableTheFencedWritesRunFromOnePlanOfPrimaryKeyLookups) {
+  Open();
+  ASSERT_TRUE(pgtest::AdminQuery(fresh_.schema,
+                                 "INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, "
+                                 "owner, lease_until_ms, created_ms, updated_ms, expires_ms, body) "
+                                 "SELECT 't', 'many-' || i, 'f', 2, 1000 + i, 'w', 9e15, 1, 1, "
+                                 "9e15, convert_to(repeat('b', 200), 'UTF8') "
+                                 "FROM generate_series(0, 9999) AS i; ANALYZE idem_keys")
+                  .ok());
+  // The first batch learns the table's size; the five after it record outcomes.
+  for (int round = 0; round < 6; ++round) ASSERT_TRUE(RunBatch(round).ok());
+  const std::vector<LeaseWrite> claims = {Claim("beat"), Claim("drop")};
+  absl::StatusOr<std::vector<LeaseWriteResult>> claimed = store_->ApplyLeaseBatch(claims);
+  ASSERT_TRUE(claimed.ok()) << claimed.status();
+  const std::vector<LeaseWrite> fenced_writes = {
+      {.kind = Kind::kHeartbeat,
+       .scope = {"t", "beat"},
+       .lease = 60s,
+       .fence = (*claimed)[0].record.fence},
+      {.kind = Kind::kRelease, .scope = {"t", "drop"}, .fence = (*claimed)[1].record.fence}};
+  absl::StatusOr<std::vector<LeaseWriteResult>> fenced = store_->ApplyLeaseBatch(fenced_writes);
+  ASSERT_TRUE(fenced.ok()) << fenced.status();
+  EXPECT_TRUE((*fenced)[0].status.ok()) << (*fenced)[0].status;
+  EXPECT_TRUE((*fenced)[1].status.ok()) << (*fenced)[1].status;
+  EXPECT_EQ(store_->Get({"t", "drop"}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Get({"t", "key-4-0"})->response.body, "done");
+
+  const std::optional<PreparedStatement> outcomes = PreparedLike("UPDATE idem_keys AS r SET state");
+  const std::optional<PreparedStatement> beats = PreparedLike("SET lease_until_ms = c.ms + u.l");
+  const std::optional<PreparedStatement> releases = PreparedLike("DELETE FROM idem_keys AS r");
+  ASSERT_TRUE(outcomes.has_value());
+  ASSERT_TRUE(beats.has_value());
+  ASSERT_TRUE(releases.has_value());
+  EXPECT_EQ(outcomes->generic_plans, 5);
+  EXPECT_EQ(outcomes->custom_plans, 0);
+  EXPECT_EQ(beats->generic_plans, 1);
+  EXPECT_EQ(releases->generic_plans, 1);
+  for (const std::string& execute :
+       {fmt::format("{}('{{t,t}}', '{{many-1,many-2}}', '{{1001,1002}}', '{{2,2}}', "
+                    "'{{201,201}}', '{{1,1}}', '{{0,0}}', '{{1,1}}', '{{0,0}}', ''::bytea, "
+                    "''::bytea, NULL, 86400000)",
+                    outcomes->name),
+        fmt::format("{}('{{t}}', '{{many-1}}', '{{1001}}', '{{60000}}', NULL)", beats->name),
+        fmt::format("{}('{{t}}', '{{many-1}}', '{{1001}}', NULL)", releases->name)}) {
+    const std::string text = PlanOnStoreConnection(
+        {"SET LOCAL enable_seqscan = off", "SET LOCAL plan_cache_mode = force_generic_plan",
+         "EXPLAIN EXECUTE " + execute});
+    EXPECT_NE(text.find("Index Cond: ((tenant = u.t) AND (key = u.k))"), std::string::npos)
+        << text;
+  }
 }
 
 TEST_F(PostgresBatchPlans, ABatchOnANewConnectionPreparesItsStatementsAgain) {

@@ -99,6 +99,11 @@ class PgConnection final {
 
   std::chrono::steady_clock::time_point last_used() const { return last_used_; }
 
+  // The size in bytes of idem_keys' heap at this connection's last lease batch (0 before one):
+  // how the next batch's fenced writes are planned (pg_set_statements.h).
+  int64_t key_table_bytes() const { return key_table_bytes_; }
+  void set_key_table_bytes(int64_t bytes) { key_table_bytes_ = bytes; }
+
  private:
   PgConnection(PGconn* conn, bool owned) : conn_(conn), owned_(owned) {}
 
@@ -134,6 +139,7 @@ class PgConnection final {
   std::unordered_map<std::string, std::string> prepared_;  // sql + signature → name
   int next_name_ = 0;
   std::chrono::steady_clock::time_point last_used_ = std::chrono::steady_clock::now();
+  int64_t key_table_bytes_ = 0;
 };
 
 }  // namespace idem::postgres

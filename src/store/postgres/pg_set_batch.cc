@@ -49,6 +49,7 @@ class SetBatch {
     Plan(order, scopes);
     IDEM_ASSIGN_OR_RETURN(std::vector<postgres::Result> answers, RunChunked(statements_));
     IDEM_ASSIGN_OR_RETURN(now_, ReadNow(answers[0]));
+    conn_.set_key_table_bytes(ReadKeyTableBytes(answers[0]));
     results_.assign(writes_.size(), Result(absl::OkStatus()));
     for (auto& [i, status] : invalid_) results_[i] = Result(std::move(status));
     if (!scopes.empty()) locked_ = ById(Records(answers[1]));
@@ -73,7 +74,8 @@ class SetBatch {
 
  private:
   // The pipeline: the clock (with the planning settings), the locking, the claims, custom plans
-  // from there on, then one statement per kind of fenced write, in lock order.
+  // from there on, then one statement per kind of fenced write, in lock order. On a large table
+  // the fenced writes run from one plan per connection, and Finish sets the custom plans.
   void Plan(std::span<const size_t> order, std::span<const Scope* const> scopes) {
     for (size_t i : order) {
       const LeaseWrite& write = writes_[i];
@@ -93,8 +95,13 @@ class SetBatch {
     if (!claims_.writes.empty()) {
       Add(claims_, InsertClaimsStatement(claims_.pointers, clock_now_, retention_));
     }
-    // Everything after the locking and the claims (here and in Finish) is planned for its values.
-    statements_.push_back(CustomPlansStatement());
+    // Everything after the locking, the claims and (on a large table) the fenced writes, here and
+    // in Finish, is planned for its values.
+    if (!cached_fenced_plans_) statements_.push_back(CustomPlansStatement());
+    AddFencedWrites();
+  }
+
+  void AddFencedWrites() {
     if (!beats_.writes.empty()) Add(beats_, ExtendLeasesStatement(beats_.pointers, clock_now_));
     if (!releases_.writes.empty()) {
       Add(releases_, DeleteClaimsStatement(releases_.pointers, clock_now_));
@@ -175,13 +182,15 @@ class SetBatch {
   // nullopt: see SetBatchOutcome.
   absl::StatusOr<std::optional<std::vector<LeaseWriteResult>>> Finish() {
     std::vector<Statement> statements;
+    if (cached_fenced_plans_) statements.push_back(CustomPlansStatement());
+    const size_t first = statements.size();
     for (auto& [i, statement] : overs_) statements.push_back(std::move(statement));
     std::vector<const Scope*> scopes;
     for (size_t i : unexplained_) scopes.push_back(&writes_[i].scope);
     if (!scopes.empty()) statements.push_back(ReadRowsStatement(scopes));
     IDEM_ASSIGN_OR_RETURN(std::vector<postgres::Result> answers, RunChunked(statements));
     for (size_t n = 0; n < overs_.size(); ++n) {
-      std::optional<KeyRecord> won = FirstRecord(answers[n]);
+      std::optional<KeyRecord> won = FirstRecord(answers[first + n]);
       if (!won.has_value()) return std::nullopt;  // its locked row did not match: never expected
       results_[overs_[n].first] = Claimed(writes_[overs_[n].first], *std::move(won));
     }
@@ -249,6 +258,9 @@ class SetBatch {
   }
 
   PgConnection& conn_;
+  // The fenced writes run from the plans cached on the connection (the table was large at its
+  // last batch); custom plans are set after them, for Finish's statements.
+  const bool cached_fenced_plans_ = conn_.key_table_bytes() >= kLargeKeyTableBytes;
   std::optional<int64_t> clock_now_;  // the caller's clock; nullopt: the database's
   const Millis retention_;
   const BatchRules rules_;

@@ -117,7 +117,8 @@ Statement ReadRowsStatement(std::span<const Scope* const> scopes) {
 
 Statement NowStatement(std::optional<int64_t> now_ms) {
   return {"SELECT c.ms, set_config('enable_seqscan', 'off', true), "
-          "set_config('plan_cache_mode', 'force_generic_plan', true) FROM " IDEM_PG_BATCH_NOW(1),
+          "set_config('plan_cache_mode', 'force_generic_plan', true), "
+          "pg_relation_size('idem_keys') FROM " IDEM_PG_BATCH_NOW(1),
           Params(NowParam(now_ms)), "reading the clock"};
 }
 
@@ -129,6 +130,11 @@ Statement CustomPlansStatement() {
 absl::StatusOr<int64_t> ReadNow(const Result& result) {
   if (PQntuples(result.get()) != 1) return absl::InternalError("reading the clock returned no row");
   return std::strtoll(PQgetvalue(result.get(), 0, 0), nullptr, 10);
+}
+
+int64_t ReadKeyTableBytes(const Result& result) {
+  if (PQntuples(result.get()) != 1 || PQnfields(result.get()) < 4) return 0;
+  return std::strtoll(PQgetvalue(result.get(), 0, 3), nullptr, 10);
 }
 
 Statement InsertClaimsStatement(std::span<const LeaseWrite* const> claims,

@@ -32,10 +32,18 @@ Statement ReadRowsStatement(std::span<const Scope* const> scopes);
 // (enable_seqscan off), so that the locking (a primary-key lookup per key) and the claims' INSERT
 // (no scan at all) are planned once per connection, and a plan made while idem_keys was small
 // still looks each key up by its primary key when the table has grown. Until CustomPlansStatement,
-// only those two may follow.
+// only those two may follow, and the fenced writes when the table is large (kLargeKeyTableBytes).
+// Its answer also holds the size of idem_keys' heap, for the next batch on the connection.
 Statement NowStatement(std::optional<int64_t> now_ms);
 // NowStatement's answer. Errors: Internal when it holds no row.
 absl::StatusOr<int64_t> ReadNow(const Result& result);
+// The size in bytes of idem_keys' heap that NowStatement's answer holds.
+int64_t ReadKeyTableBytes(const Result& result);
+// From this size of idem_keys' heap on, a plan of a fenced write made without sequential scans
+// for no values in particular (the arrays' length unknown) is the primary-key loop a custom plan
+// is: planned once per connection instead of at every batch. Below ~80 KB (10 pages: 250 rows of
+// 200-byte bodies, 150 of 1,500-byte ones) it reads the whole primary-key index instead.
+constexpr int64_t kLargeKeyTableBytes = int64_t{1} << 20;
 // Sets, for the rest of the transaction, that every statement is planned at every run for its
 // parameters' values (plan_cache_mode force_custom_plan), prepared or not: what the fenced
 // writes below need, and any statement of the batch after them.
@@ -50,10 +58,11 @@ Statement InsertClaimsStatement(std::span<const LeaseWrite* const> claims,
 // The fenced writes. Each changes the records of the writes that still hold their claim
 // (in_progress with the write's fence, unexpired at the batch's now) and returns their (tenant,
 // key). A join of the table with the arrays, whose best plan depends on the arrays' length and on
-// the table's size: prepared once per connection, but planned at every run for the values then.
+// the table's size: prepared once per connection, and planned at every run for the values then
+// unless the table is large (kLargeKeyTableBytes).
 // REQUIRES: no scope twice; every write of the kind the statement names; CustomPlansStatement
-// ran before it in the transaction (else a plan cached while the table was small could scan it
-// whole).
+// ran before it in the transaction, or the table's heap held kLargeKeyTableBytes at the
+// connection's last batch (else a plan cached while the table was small could scan it whole).
 Statement ExtendLeasesStatement(std::span<const LeaseWrite* const> heartbeats,
                                 std::optional<int64_t> now_ms);
 // kComplete and kFailFinal together; the records then expire after `retention`.
