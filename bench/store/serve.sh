@@ -15,6 +15,8 @@
 # store µs/req |": the last two are the CPU time (user + system) per request that the row's idem
 # serve process(es) and its store's server processes (the PostgreSQL server and its backends, the
 # three nats-server nodes; none for SQLite, which runs inside idem) spent during the wrk run.
+# After the table, one line per row with its writes per group commit (the gateways' metric
+# idem_store_batch_size) and the share of the machine's CPU time left idle during the wrk run.
 # After the table, one line per JetStream row with counts that do not depend on the load, per
 # request: the stream writes (the growth of the row's buckets' last sequences: claims, outcomes,
 # markers), the JetStream API calls (/jsz api.total: reads, stream info), the messages the three
@@ -69,6 +71,7 @@ start_idem() {
   idem_pid=$!
   pids+=("$idem_pid")
   idem_url=http://127.0.0.1:$port
+  idem_admin=http://127.0.0.1:$admin
   for _ in $(seq 300); do
     if curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null 2>&1; then return 0; fi
     kill -0 "$idem_pid" 2>/dev/null || break
@@ -171,6 +174,32 @@ counts_line() {
       >>"$work/counts"
   done
 }
+# batch_totals ADMIN_URL...: "<writes> <batches>" the gateways' group commits have run so far.
+batch_totals() {
+  local admin writes=0 batches=0 w b
+  for admin in "$@"; do
+    read -r w b <<<"$(curl -sf "$admin/metrics" | awk '
+      /^idem_store_batch_size_sum / { w = $2 } /^idem_store_batch_size_count / { b = $2 }
+      END { printf "%d %d", w, b }')"
+    writes=$((writes + w)) batches=$((batches + b))
+  done
+  echo "$writes $batches"
+}
+# idle_ticks: "<idle> <all>" clock ticks of the machine's CPUs so far (/proc/stat).
+idle_ticks() { head -n 1 /proc/stat | awk '{ for (i = 2; i <= NF; ++i) all += $i; print $5, all }'; }
+# usage_before ADMIN_URL...: notes the batches and idle CPU that usage_line reports since.
+usage_before() { read -r batch0 batches0 <<<"$(batch_totals "$@")"; read -r idle0 all0 <<<"$(idle_ticks)"; }
+# usage_line NAME ADMIN_URL...: the row's writes per group commit and the machine's idle CPU.
+usage_line() {
+  local name=$1 writes batches idle all
+  shift
+  read -r writes batches <<<"$(batch_totals "$@")"
+  read -r idle all <<<"$(idle_ticks)"
+  awk -v n="$name" -v w=$((writes - batch0)) -v b=$((batches - batches0)) \
+    -v i=$((idle - idle0)) -v a=$((all - all0)) 'BEGIN { b = b > 0 ? b : 1; a = a > 0 ? a : 1
+      printf "%s: %.1f writes per group commit (%d commits), machine idle %.0f%% of the run\n", n, w / b, b, 100 * i / a }' \
+    >>"$work/usage"
+}
 cpu_before() { idem_ticks=$(cpu_ticks "$@"); store_ticks=$(cpu_ticks $(store_pids)); }
 # cpu_per_request REQUESTS IDEM_PID...: "<idem µs/req> <store µs/req>" since cpu_before.
 cpu_per_request() {
@@ -191,8 +220,10 @@ measure() {
   local name=$1 result
   start_idem "$2"
   counts_before "${3:-}"
+  usage_before "$idem_admin"
   cpu_before "$idem_pid"
   result=$(load "$idem_url" "$threads" "$connections" "$name")
+  usage_line "$name" "$idem_admin"
   # shellcheck disable=SC2046,SC2086
   row "$name" $result $(cpu_per_request $(awk '{print $4}' <<<"$result") "$idem_pid")
   counts_line "$name" "${3:-}" "$(awk '{print $4}' <<<"$result")"
@@ -201,16 +232,18 @@ measure() {
 # measure_two NAME STORE [BUCKET]: two idem serve on STORE, each loaded by its own wrk -t1 with half the
 # connections at the same time; one row of their sums (p50: the mean, p99: the larger).
 measure_two() {
-  local name=$1 first_pid first_url wrk1 r1 p50a p99a n1 x1 e1 r2 p50b p99b n2 x2 e2
+  local name=$1 first_pid first_url first_admin wrk1 r1 p50a p99a n1 x1 e1 r2 p50b p99b n2 x2 e2
   start_idem "$2"
-  first_pid=$idem_pid first_url=$idem_url
+  first_pid=$idem_pid first_url=$idem_url first_admin=$idem_admin
   start_idem "$2"
   counts_before "${3:-}"
+  usage_before "$first_admin" "$idem_admin"
   cpu_before "$first_pid" "$idem_pid"
   load "$first_url" 1 $((connections / 2)) "$name-1" >"$work/gw1" &
   wrk1=$!
   load "$idem_url" 1 $((connections / 2)) "$name-2" >"$work/gw2"
   wait "$wrk1"
+  usage_line "$name" "$first_admin" "$idem_admin"
   read -r r1 p50a p99a n1 x1 e1 <"$work/gw1"
   read -r r2 p50b p99b n2 x2 e2 <"$work/gw2"
   # shellcheck disable=SC2046
@@ -251,5 +284,6 @@ if wanted nats-1 || wanted nats-4 || wanted nats-2gw; then
   fi
   store_kind=none
 fi
+echo; cat "$work/usage"
 if [[ -s $work/counts ]]; then echo; cat "$work/counts"; fi
 echo "load average at end:$(uptime | sed 's/.*load average://')"
