@@ -61,21 +61,27 @@ free_port() {
 }
 wanted() { [[ $rows == *" $1 "* ]]; }
 
-# start_idem STORE: starts idem serve in front of charges; sets idem_pid and idem_url.
+# start_idem STORE: starts idem serve in front of charges; sets idem_pid and idem_url. A process
+# that exits before it is ready (a JetStream cluster that has just started may not answer the
+# bucket's creation in time) is started again, three times at most.
 start_idem() {
-  local port admin
-  port=$(free_port)
-  admin=$(free_port)
-  "$idem_bin" serve --listen "127.0.0.1:$port" --upstream "$upstream" --store "$1" \
-    --admin "127.0.0.1:$admin" "${extra_args[@]}" 2>>"$work/idem.log" &
-  idem_pid=$!
-  pids+=("$idem_pid")
-  idem_url=http://127.0.0.1:$port
-  idem_admin=http://127.0.0.1:$admin
-  for _ in $(seq 300); do
-    if curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null 2>&1; then return 0; fi
-    kill -0 "$idem_pid" 2>/dev/null || break
-    sleep 0.1
+  local port admin attempt
+  for attempt in 1 2 3; do
+    port=$(free_port)
+    admin=$(free_port)
+    "$idem_bin" serve --listen "127.0.0.1:$port" --upstream "$upstream" --store "$1" \
+      --admin "127.0.0.1:$admin" "${extra_args[@]}" 2>>"$work/idem.log" &
+    idem_pid=$!
+    pids+=("$idem_pid")
+    idem_url=http://127.0.0.1:$port
+    idem_admin=http://127.0.0.1:$admin
+    for _ in $(seq 300); do
+      if curl -sf "http://127.0.0.1:$admin/readyz" >/dev/null 2>&1; then return 0; fi
+      kill -0 "$idem_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$idem_pid" 2>/dev/null && break  # running but not ready: no second try
+    echo "idem serve on $1 exited before it was ready (attempt $attempt)" >&2
   done
   echo "idem serve on $1 did not become ready:" >&2
   tail -n 20 "$work/idem.log" >&2
