@@ -60,7 +60,7 @@ void ReplayCache::Put(const Scope& scope, CachedOutcome outcome, int64_t expires
   if (size > max_bytes_) return;
   auto node = std::make_shared<Node>(std::move(id), std::move(outcome), expires_ms, size);
   // Each lookup in a large index is a walk through memory no cache holds: a new key costs one
-  // (its insert) and each eviction one (its extract), not two each.
+  // (its insert) and each eviction one (its find), not two each.
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = index_.try_emplace(node->id, node);
   if (!inserted) {  // the key again: its entry goes first
@@ -96,9 +96,10 @@ void ReplayCache::EvictOldestLocked() {
   Node& node = *oldest_;
   bytes_ -= node.bytes;
   UnlinkLocked(node);
-  // The extracted map node holds the last reference and is destroyed after the lookup by the
-  // view of the id it frees.
-  index_.extract(std::string_view(node.id));
+  // The entry holds the last reference: kept alive here until the slot viewing its id is gone.
+  auto it = index_.find(std::string_view(node.id));
+  const std::shared_ptr<Node> last = std::move(it->second);
+  index_.erase(it);
   metrics_.cache_bytes.store(bytes_, std::memory_order_relaxed);
 }
 
@@ -106,7 +107,8 @@ void ReplayCache::EraseLocked(Index::iterator it) {
   Node& node = *it->second;
   bytes_ -= node.bytes;
   UnlinkLocked(node);
-  index_.erase(it);  // may free the node: its id is the key's storage, so erase by iterator
+  const std::shared_ptr<Node> last = std::move(it->second);  // its id is the key's storage
+  index_.erase(it);
   metrics_.cache_bytes.store(bytes_, std::memory_order_relaxed);
 }
 
