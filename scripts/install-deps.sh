@@ -12,6 +12,7 @@ packages=(
   libnats-dev nats-server
   libfaketime help2man curl
   libsystemd-dev systemd dpkg-dev
+  libgoogle-perftools-dev
   lld
 )
 

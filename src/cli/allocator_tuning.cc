@@ -13,7 +13,8 @@ namespace idem::cli {
 void KeepFreedMemoryForReuse() {
 #if defined(__GLIBC__)
   // mallopt reports failure with 0; a refused setting leaves glibc's default, which is correct
-  // and only slower, so there is nothing to report.
+  // and only slower, so there is nothing to report. With tcmalloc linked (IDEM_MALLOC) mallopt is
+  // tcmalloc's, which ignores both: it keeps freed memory for reuse on its own.
   constexpr int kTrimThreshold = 64 << 20;
   constexpr int kMmapThreshold = 4 << 20;
   (void)mallopt(M_TRIM_THRESHOLD, kTrimThreshold);

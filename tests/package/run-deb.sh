@@ -8,11 +8,12 @@
 # answer /readyz (ports and store overridden by flags, as the example's would be taken); last,
 # systemd-analyze verify on the shipped units where systemd is installed.
 #
-# usage: run-deb.sh CPACK BUILD_DIR SOURCE_DIR WORK_DIR VERSION LIBDIR CONFIG
+# usage: run-deb.sh CPACK BUILD_DIR SOURCE_DIR WORK_DIR VERSION LIBDIR CONFIG MALLOC
 #   LIBDIR: the build's CMAKE_INSTALL_LIBDIR; CONFIG: its build type in lower case ("noconfig"
-#   when it has none), as the exported targets' file is named.
+#   when it has none), as the exported targets' file is named; MALLOC: the allocator the build
+#   linked the program with (tcmalloc or system; IDEM_MALLOC, system in a sanitizer build).
 set -euo pipefail
-cpack=$1 build=$2 source=$3 work=$4 version=$5 libdir=$6 config=$7
+cpack=$1 build=$2 source=$3 work=$4 version=$5 libdir=$6 config=$7 malloc=$8
 
 rm -rf "$work"
 mkdir -p "$work"
@@ -54,6 +55,14 @@ depends=$(dpkg-deb -f "$idem_deb" Depends)
 for dep in adduser libc6 libsystemd0 libsqlite3-0; do
   grep -qw "$dep" <<<"$depends" || fail "idem's Depends lacks $dep: $depends"
 done
+# The allocator: tcmalloc_minimal found by dpkg-shlibdeps when the program links it, else absent.
+case $malloc in
+  tcmalloc) grep -qw libtcmalloc-minimal4 <<<"$depends" ||
+    fail "the program links tcmalloc, but idem's Depends lacks libtcmalloc-minimal4: $depends" ;;
+  system) if grep -qw libtcmalloc-minimal4 <<<"$depends"; then
+    fail "the program uses the system allocator, but idem's Depends has libtcmalloc-minimal4"; fi ;;
+  *) fail "MALLOC is '$malloc'; expected tcmalloc or system" ;;
+esac
 dpkg-deb -e "$idem_deb" "$work/control"
 cmp -s "$work/control/postinst" "$source/packaging/debian/postinst" || fail "postinst differs"
 
@@ -79,11 +88,15 @@ for _ in $(seq 1 600); do  # 60 s at most
   kill -0 "$serve" 2>/dev/null || break
   sleep 0.1
 done
+tcmalloc_mapped=no
+if grep -q libtcmalloc_minimal "/proc/$serve/maps" 2>/dev/null; then tcmalloc_mapped=yes; fi
 kill -TERM "$serve" 2>/dev/null || true
 code=0
 wait "$serve" || code=$?
 [[ $ready == ready ]] || { cat "$work/serve.log" >&2; fail "idem serve never answered /readyz"; }
 [[ $code == 0 ]] || { cat "$work/serve.log" >&2; fail "idem serve exited $code after SIGTERM"; }
+[[ $tcmalloc_mapped == $([[ $malloc == tcmalloc ]] && echo yes || echo no) ]] ||
+  fail "the running idem serve has tcmalloc mapped: $tcmalloc_mapped; the build's allocator: $malloc"
 
 if command -v systemd-analyze >/dev/null; then
   # The units name /usr/bin/idem: verified against the extracted one. Man pages are not looked
