@@ -321,8 +321,10 @@ if ! skipped rss; then
     cache_unique=$(metric idem_replay_cache_bytes)
     stop_pid "$idem_pid"
     sqlite3 "$work/rss.db" "WITH RECURSIVE n(i) AS (SELECT 100 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < $fill_keys)
-      INSERT OR IGNORE INTO idem_keys SELECT tenant, 'replay-' || i, fingerprint, state, fence, owner,
-        lease_until, status, headers, body, created, updated, expires
+      INSERT OR IGNORE INTO idem_keys (tenant, key, fingerprint, state, fence, owner, lease_until,
+        status, headers, body, created, updated, expires)
+      SELECT tenant, 'replay-' || i, fingerprint, state, fence, owner, lease_until, status, headers,
+        body, created, updated, expires
       FROM idem_keys, n WHERE tenant = '' AND key = 'replay-0'"
     stored=$(sqlite3 "$work/rss.db" "SELECT count(*) FROM idem_keys")
     start_idem "sqlite:$work/rss.db" --config "$work/rss.toml"
