@@ -92,22 +92,14 @@ void ReplayCache::UnlinkLocked(Node& node) {
   node.newer = node.older = nullptr;
 }
 
-void ReplayCache::EvictOldestLocked() {
-  Node& node = *oldest_;
-  bytes_ -= node.bytes;
-  UnlinkLocked(node);
-  // The entry holds the last reference: kept alive here until the slot viewing its id is gone.
-  auto it = index_.find(std::string_view(node.id));
-  const std::shared_ptr<Node> last = std::move(it->second);
-  index_.erase(it);
-  metrics_.cache_bytes.store(bytes_, std::memory_order_relaxed);
-}
+void ReplayCache::EvictOldestLocked() { EraseLocked(index_.find(std::string_view(oldest_->id))); }
 
 void ReplayCache::EraseLocked(Index::iterator it) {
   Node& node = *it->second;
   bytes_ -= node.bytes;
   UnlinkLocked(node);
-  const std::shared_ptr<Node> last = std::move(it->second);  // its id is the key's storage
+  // The entry may hold the last reference: kept alive here until the slot viewing its id is gone.
+  const std::shared_ptr<Node> last = std::move(it->second);
   index_.erase(it);
   metrics_.cache_bytes.store(bytes_, std::memory_order_relaxed);
 }
