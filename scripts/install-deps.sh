@@ -10,7 +10,8 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libnats-dev nats-server
-  libfaketime help2man curl
+  libfaketime help2man curl python3
+  python3-psycopg
   libsystemd-dev systemd dpkg-dev
   libgoogle-perftools-dev
   lld

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The storm (tests/storm, docs/testing.md): a seeded run of clients and faults against real
+# `idem serve` gateways on SQLite, a private PostgreSQL server and a private three-node JetStream
+# cluster, checked by one checker over the recorded history.
+#
+#   bash scripts/storm.sh [--seed N] [--minutes M] [--stores sqlite,postgres,nats]
+#                         [--profile short|long] [--idem PATH]
+#
+# --profile short (the default; CI) runs about a minute per store, --profile long 20 minutes per
+# store (a developer's machine, nightly). --minutes sets the minutes of load and faults per store.
+# Without --idem it uses build/dev's idem, building it (through the shared build lock) when it is
+# missing. A failing run prints its seed, keeps its history (JSON lines) and prints the command
+# that replays the same schedule; exit status 1. Needs python3, and for the server stores what
+# scripts/pg-fixture.sh and scripts/nats-fixture.sh need.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+idem=""
+args=()
+while (($#)); do
+  case "$1" in
+    --idem) idem=$2; shift 2 ;;
+    --idem=*) idem=${1#--idem=}; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+if [[ -z "$idem" ]]; then
+  idem=$repo/build/dev/src/cli/idem
+  if [[ ! -x "$idem" ]]; then
+    echo "storm: building idem (build/dev)"
+    (cd "$repo" && flock /tmp/idem-build.lock cmake --build --preset dev -j2 --target idem)
+  fi
+fi
+if [[ ! -x "$idem" ]]; then
+  echo "storm: no idem program at $idem (build it, or pass --idem PATH)" >&2
+  exit 2
+fi
+if ! command -v python3 >/dev/null; then
+  echo "storm: python3 is needed (scripts/install-deps.sh installs it)" >&2
+  exit 2
+fi
+exec python3 "$repo/tests/storm/storm.py" --idem "$idem" "${args[@]}"

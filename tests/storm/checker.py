@@ -1,0 +1,208 @@
+"""The storm's one checker, over a recorded history (python3 checker.py HISTORY re-checks one).
+
+For every key:
+  - the two replays after the run (a fresh gateway without a replay cache) are byte-identical;
+  - every client got that recorded answer or a documented refusal (409, 422 for another body,
+    503, a transient 5xx, a dropped connection); a final answer with no record is a violation;
+  - the recorded answer is the last execution's (or the 502 of an answer too large to keep);
+  - no effect ran twice, unless the history shows the documented exception between the two runs:
+      * the earlier run's answer never reached a gateway (the upstream dropped the connection, or
+        answered after --upstream-timeout): the key was released and a retry runs it again;
+      * a gateway that sent either run was paused (SIGSTOP) for half its lease or more;
+      * on a route without `recover = "status"`: the gateway that sent the earlier run was
+        killed, drained or restarted, or the store was out for half the lease or more, before
+        the later run (the lease lapsed and a retry took the key over and re-sent it).
+    On a `status` route a lapsed key is settled by asking the status URL, never by re-sending.
+  - two forwards of one key never carry the same fence (fence_header routes).
+"""
+
+import collections
+import json
+import sys
+
+# What a client may get instead of the key's answer (docs/gateway.md's table).
+REFUSAL_TYPES = {"key-in-flight", "store-unavailable", "outcome-not-recorded",
+                 "upstream-unreachable", "upstream-bad-response", "upstream-timeout"}
+FINAL_502 = {"upstream-answer-not-kept", "recovery-attempts-exhausted"}
+STORE_FAULT_PREFIXES = ("sqlite_lock", "pg_", "nats_")
+DEATHS = ("gw_kill", "gw_term", "gw_clock")
+STORED_ANSWER_LIMIT = 16 * 1024 * 1024
+
+
+class Verdict:
+    def __init__(self):
+        self.keys = 0
+        self.executions = 0
+        self.allowed = []  # (key, reason)
+        self.violations = []  # (key, text)
+        self.unsettled = []
+
+    def violation(self, key, text):
+        self.violations.append((key, text))
+
+
+def overlaps(fault, start, end):
+    return fault["start"] <= end and fault["end"] >= start
+
+
+def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout):
+    """Why `cur` may run the effect again after `prev`, or None."""
+    if prev["mode"] == "drop":
+        return "the upstream dropped run %d's connection after its effect" % prev["ex"]
+    if prev["mode"] == "slow" and prev["delay_ms"] >= 0.9 * upstream_timeout * 1000:
+        return "run %d answered after --upstream-timeout" % prev["ex"]
+    window = (prev["t"], cur["t"])
+    senders = {prev["gw"], cur["gw"]}
+    for f in faults:
+        if not overlaps(f, *window):
+            continue
+        if f["kind"].startswith("gw_stop") and f["gw"] in senders and \
+                f["end"] - f["start"] >= lease / 2:
+            return "%s was paused %.1fs (lease %.1fs)" % (f["gw"], f["end"] - f["start"], lease)
+        if meta["recover"] == "status":
+            continue
+        if f["kind"] in DEATHS and f["gw"] == prev["gw"] and window[0] <= f["start"] <= window[1]:
+            return "%s, which sent run %d, went down (%s)" % (f["gw"], prev["ex"], f["kind"])
+        if f["kind"].startswith(STORE_FAULT_PREFIXES) and f["end"] - f["start"] >= lease / 2:
+            return "the store was out %.1fs (%s; lease %.1fs)" % (f["end"] - f["start"],
+                                                                   f["kind"], lease)
+    return None
+
+
+def check(records):
+    run = next(r for r in records if r["ev"] == "run")
+    lease, upstream_timeout = run["lease"], run["upstream_timeout"]
+    faults = [r for r in records if r["ev"] == "fault"]
+    keys = collections.OrderedDict()
+    by_key = collections.defaultdict(lambda: collections.defaultdict(list))
+    for r in records:
+        if r["ev"] == "key":
+            keys[r["key"]] = r
+        elif "key" in r:
+            by_key[r["key"]][r["ev"]].append(r)
+    v = Verdict()
+    for name, meta in keys.items():
+        v.keys += 1
+        events = by_key[name]
+        execs = sorted(events["exec"], key=lambda e: e["t"])
+        v.executions += len(execs)
+        check_fences(v, name, events)
+        recorded = check_replays(v, name, events)
+        for prev, cur in zip(execs, execs[1:]):
+            reason = rerun_reason(prev, cur, meta, faults, lease, upstream_timeout)
+            if reason is None:
+                v.violation(name, "ran %d times: run %d (%s at %.2fs) after run %d (%s at %.2fs) "
+                            "on a %s route with nothing in the history that allows it" %
+                            (len(execs), cur["ex"], cur["gw"], cur["t"], prev["ex"], prev["gw"],
+                             prev["t"], meta["recover"] if meta["recover"] != "off" else
+                             "recover=off"))
+            else:
+                v.allowed.append((name, reason))
+        check_answers(v, name, events, recorded, execs, upstream_timeout)
+    return v
+
+
+def check_fences(v, name, events):
+    seen = {}
+    for a in sorted(events["exec"] + events["arrival"], key=lambda e: e["t"]):
+        fence = a.get("fence")
+        if fence is None:
+            continue
+        if fence in seen:
+            v.violation(name, "two forwards carried fence %s (%s at %.2fs and %s at %.2fs)" %
+                        (fence, seen[fence]["gw"], seen[fence]["t"], a["gw"], a["t"]))
+        seen[fence] = a
+
+
+def check_replays(v, name, events):
+    """The key's recorded answer: (status, body digest, fields) or None when nothing is recorded."""
+    replays = sorted(events["replay"], key=lambda e: e["n"])
+    if len(replays) < 2:
+        v.violation(name, "no replay after the run (%d)" % len(replays))
+        return None
+    a, b = replays[0], replays[1]
+    if a.get("unrecorded") and b.get("unrecorded"):
+        return None
+    if (a["status"], a["body"]) != (b["status"], b["body"]) or a.get("unrecorded"):
+        v.violation(name, "replays differ: %s %s then %s %s" %
+                    (a["status"], a["body"], b["status"], b["body"]))
+    if a.get("replayed") != "true":
+        v.violation(name, "the replay after the run was not marked Idempotent-Replayed (%s %s)" %
+                    (a["status"], a.get("type")))
+    return a
+
+
+def check_answers(v, name, events, recorded, execs, upstream_timeout):
+    for ans in events["answer"]:
+        status, ptype = ans["status"], ans.get("type")
+        who = "client %d attempt %d" % (ans["client"], ans["attempt"])
+        if status is None or ptype in REFUSAL_TYPES:
+            continue
+        if ptype is None and status >= 500 and ans.get("ex") is None:
+            continue  # the upstream's own transient answer (mode fail)
+        if ptype == "internal":
+            v.violation(name, "%s got 500 internal" % who)
+            continue
+        if status == 422 and ptype == "key-reused":
+            if recorded is not None and recorded.get("request") == ans["sent"]:
+                v.violation(name, "%s got 422 for the very request that is recorded" % who)
+            continue
+        if recorded is None:
+            v.violation(name, "%s got %s %s but the store has no answer for the key" %
+                        (who, status, ptype or ans.get("ex")))
+            continue
+        if (status, ans["body"]) != (recorded["status"], recorded["body"]):
+            v.violation(name, "%s got %s (%s) but the key's recorded answer is %s (%s)" %
+                        (who, status, ptype or "ex %s" % ans.get("ex"), recorded["status"],
+                         recorded.get("type") or "ex %s" % recorded.get("ex")))
+        if ans.get("request") not in (None, ans["sent"]):
+            v.violation(name, "%s got the answer to another body under its key" % who)
+        if ans.get("body_key") not in (None, name):
+            v.violation(name, "%s got the answer of another key (%s)" % (who, ans["body_key"]))
+    if recorded is None:
+        kept = [e for e in execs if e["mode"] not in ("drop", "huge") and
+                not (e["mode"] == "slow" and e["delay_ms"] >= 900 * upstream_timeout)]
+        if kept:
+            v.unsettled.append(name)
+            v.violation(name, "never settled: run %d's answer reached a gateway, yet after the "
+                        "settling time the store has no answer for the key" % kept[-1]["ex"])
+        return
+    if recorded.get("ex") is not None:
+        if not execs:
+            v.violation(name, "recorded ex %s, but the upstream never ran the key" %
+                        recorded["ex"])
+        elif recorded["ex"] != execs[-1]["ex"] and not any(
+                k == name for k, _ in v.allowed):
+            v.violation(name, "the recorded answer is run %s's, not the last run's (%s)" %
+                        (recorded["ex"], execs[-1]["ex"]))
+    elif recorded.get("type") == "upstream-answer-not-kept":
+        if not execs or execs[-1]["mode"] != "huge":
+            v.violation(name, "recorded 502 upstream-answer-not-kept, but the last run's answer "
+                        "was not too large")
+    elif recorded.get("type") not in FINAL_502:
+        if recorded["status"] < 500 and recorded["status"] != 422:
+            v.violation(name, "recorded %s %s, which no run answered" %
+                        (recorded["status"], recorded.get("type")))
+
+
+def summary(v, seed, fault_counts):
+    line = "storm: seed %s, %d keys, %d executions, %d allowed re-runs, %d violations" % (
+        seed, v.keys, v.executions, len(v.allowed), len(v.violations))
+    faults = ", ".join("%s %d" % (k, n) for k, n in sorted(fault_counts.items()))
+    return line + ("\nstorm: faults injected: " + faults if faults else "")
+
+
+def main(path):
+    import history
+    records = history.read(path)
+    v = check(records)
+    counts = collections.Counter(r["kind"] for r in records if r["ev"] == "fault")
+    seed = next((r["seed"] for r in records if r["ev"] == "run"), "?")
+    for key, text in v.violations:
+        print("storm: VIOLATION %s: %s" % (key, text))
+    print(summary(v, seed, counts))
+    return 1 if v.violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

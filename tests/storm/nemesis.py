@@ -1,0 +1,144 @@
+"""The nemesis: the seed's fault schedule, one fault at a time, each recorded in the history with
+when it began and ended. Store faults are outages the checker weighs against the lease."""
+
+import signal
+import threading
+import time
+
+from cluster import config_toml
+
+BROKEN_CONFIG = '[[route]]\npath_prefix = "/off"\nin_flight = "sometimes"\nthis is not toml [[\n'
+
+
+class Nemesis:
+    def __init__(self, plan, history, gateways, store, stop_event):
+        self.plan = plan
+        self.history = history
+        self.gateways = gateways
+        self.store = store
+        self.stop_event = stop_event
+        self.flipped = [False] * len(gateways)
+        self.counts = {}
+        self.problems = []  # what went wrong with the processes themselves (violations)
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def start(self):
+        self.thread.start()
+
+    def join(self):
+        self.thread.join()
+
+    def wait_until(self, t):
+        while not self.stop_event.is_set() and self.history.now() < t:
+            time.sleep(min(0.05, max(0.0, t - self.history.now())))
+        return not self.stop_event.is_set()
+
+    def run(self):
+        for fault in self.plan.faults:
+            if not self.wait_until(fault["at"]):
+                break
+            self.check_gateways()
+            start = self.history.record("fault_start", kind=fault["kind"],
+                                        gw="g%d" % (fault["gw"] + 1))
+            try:
+                detail = self.inject(fault)
+            except Exception as error:  # a fixture step failed: say so, go on with the run
+                detail = "failed: %s" % error
+                self.problems.append("fault %s at %.1fs could not be injected: %s" %
+                                     (fault["kind"], start, error))
+            self.history.record("fault", kind=fault["kind"], gw="g%d" % (fault["gw"] + 1),
+                                start=start, end=self.history.now(), detail=detail)
+            self.counts[fault["kind"]] = self.counts.get(fault["kind"], 0) + 1
+        self.check_gateways()
+
+    def check_gateways(self):
+        """A gateway that exited without the nemesis killing it crashed: a violation; restart it."""
+        for g in self.gateways:
+            if not g.alive() and g.proc is not None:
+                code = g.proc.returncode
+                self.problems.append("gateway %s exited by itself with status %s (see %s)" %
+                                     (g.name, code, g.log))
+                self.history.record("gateway_exit", gw=g.name, status=code)
+                g.start()
+
+    def sleep(self, seconds):
+        time.sleep(seconds)
+
+    def inject(self, fault):
+        kind, d = fault["kind"], fault["duration"]
+        g = self.gateways[fault["gw"]]
+        i = fault["gw"]
+        if kind == "gw_kill":
+            g.kill()
+            self.sleep(d)
+            g.start()
+            return "killed for %.1fs" % d
+        if kind in ("gw_stop_short", "gw_stop_long"):
+            g.signal(signal.SIGSTOP)
+            self.sleep(d)
+            g.signal(signal.SIGCONT)
+            return "stopped for %.1fs (lease %.1fs)" % (d, self.plan.lease)
+        if kind == "gw_term":
+            status = g.terminate()
+            g.start()
+            if status != 0:
+                self.problems.append("gateway %s drained (SIGTERM) with exit status %s, not 0" %
+                                     (g.name, status))
+            return "drained, exit %s" % status
+        if kind == "gw_hup_ok":
+            self.flipped[i] = not self.flipped[i]
+            line = g.reload(config_toml(self.plan, flip_in_flight=self.flipped[i]))
+            if line is None or "reloaded" not in line or "not reloaded" in line:
+                self.problems.append("gateway %s: a valid config was not reloaded: %s" %
+                                     (g.name, line))
+            return line
+        if kind == "gw_hup_bad":
+            line = g.reload(BROKEN_CONFIG)
+            with open(g.config, "w") as f:
+                f.write(config_toml(self.plan, flip_in_flight=self.flipped[i]))
+            if line is None or "not reloaded" not in line:
+                self.problems.append("gateway %s: a broken config was not refused: %s" %
+                                     (g.name, line))
+            return line
+        if kind == "gw_clock":
+            g.terminate()
+            g.start(clock_offset=fault["clock"])
+            return "restarted with its wall clock %+.1fs off" % fault["clock"]
+        if kind.startswith("sqlite_lock"):
+            self.store.hold_write_lock(d)
+            return "write lock held %.1fs" % d
+        if kind in ("pg_pause_short", "pg_pause_long"):
+            self.store.fixture("pause")
+            self.sleep(d)
+            self.store.fixture("resume")
+            return "server stopped for %.1fs" % d
+        if kind == "pg_crash":
+            self.store.fixture("crash")
+            self.sleep(d)
+            self.store.fixture("resume")
+            return "crashed (immediate stop), down %.1fs" % d
+        if kind == "pg_restart":
+            self.store.fixture("restart")
+            return "restarted (fast)"
+        if kind == "pg_terminate":
+            self.store.terminate_backends()
+            return "pg_terminate_backend of every client"
+        node = fault["node"]
+        if kind == "nats_kill":
+            self.store.node("kill-node", node)
+            self.sleep(d)
+            self.store.node("start-node", node)
+            return "node %d killed for %.1fs" % (node + 1, d)
+        if kind == "nats_pause":
+            self.store.node("pause-node", node)
+            self.sleep(d)
+            self.store.node("resume-node", node)
+            return "node %d paused for %.1fs" % (node + 1, d)
+        if kind == "nats_quorum":
+            other = (node + 1) % 3
+            self.store.node("kill-node", node)
+            self.store.node("kill-node", other)
+            self.sleep(d)
+            self.store.heal()
+            return "nodes %d and %d killed for %.1fs" % (node + 1, other + 1, d)
+        raise ValueError("unknown fault " + kind)
