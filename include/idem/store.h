@@ -150,6 +150,16 @@ struct LeaseWriteResult {
 
 class StoreTransaction;
 
+// The bytes of `response` as Store::MaxResponseBytes counts them: its body, each header's name
+// and value and 8 more per header, and 4 for its status.
+inline int64_t StoredResponseBytes(const StoredResponse& response) {
+  int64_t bytes = 4 + static_cast<int64_t>(response.body.size());
+  for (const Header& header : response.headers) {
+    bytes += 8 + static_cast<int64_t>(header.name.size() + header.value.size());
+  }
+  return bytes;
+}
+
 class Store {
  public:
   Store() = default;
@@ -180,11 +190,19 @@ class Store {
 
   // Records the outcome of an in_progress record held with `fence`: completed, or failed_final
   // for a deterministic failure. The record then expires after StoreOptions::retention.
-  // Errors: Aborted when the record is no longer in_progress with this fence (nothing written).
+  // Errors: Aborted when the record is no longer in_progress with this fence (nothing written);
+  // OutOfRange for a response larger than MaxResponseBytes (nothing written, and never will be:
+  // not to be retried).
   virtual absl::Status Complete(const Scope& scope, int64_t fence,
                                 const StoredResponse& response) = 0;
   virtual absl::Status FailFinal(const Scope& scope, int64_t fence,
                                  const StoredResponse& response) = 0;
+
+  // The most bytes of a response (as StoredResponseBytes counts them) that Complete and FailFinal
+  // keep on this store, for a scope, fingerprint and owner within their limits: the NATS store's
+  // servers take messages of at most their max_payload. 0: no limit of the store's own (SQL
+  // stores keep far more than anything idem serve keeps).
+  virtual int64_t MaxResponseBytes() const { return 0; }
 
   // Deletes an in_progress record held with `fence`, after a transient failure: the key becomes
   // absent and the next arrival runs the effect again. A key with no live record (absent,

@@ -16,17 +16,23 @@ namespace {
 
 testing::StoreFactory NatsClusterFactory() {
   auto uri = std::make_shared<std::string>();
+  auto bucket = std::make_shared<std::string>();
   testing::StoreFactory factory;
   factory.name = "nats_cluster";
   factory.open_fresh =
-      [uri](const StoreOptions& options) -> absl::StatusOr<std::unique_ptr<Store>> {
-    absl::StatusOr<std::string> fresh = natstest::StoreUri(
-        natstest::Fixture::kCluster, "replicas=3&bucket=" + natstest::FreshBucket("conformance"));
+      [uri, bucket](const StoreOptions& options) -> absl::StatusOr<std::unique_ptr<Store>> {
+    *bucket = natstest::FreshBucket("conformance");
+    absl::StatusOr<std::string> fresh =
+        natstest::StoreUri(natstest::Fixture::kCluster, "replicas=3&bucket=" + *bucket);
     if (!fresh.ok()) return fresh.status();
     *uri = *fresh;
     return OpenStore(*uri, options);
   };
   factory.open_again = [uri](const StoreOptions& options) { return OpenStore(*uri, options); };
+  factory.change_leader = [bucket] {
+    return natstest::ChangeBucketLeader(natstest::Fixture::kCluster, *bucket);
+  };
+  factory.store_wide_fences = false;  // fences grow per key (docs/distributed-store.md, "Fences")
   return factory;
 }
 

@@ -15,6 +15,7 @@
 #include "nats_test_support.h"
 #include "store/nats/nats_client.h"
 #include "store/nats/nats_keyspace.h"
+#include "store/nats/nats_record.h"
 #include "store/testing/conformance_helpers.h"
 
 namespace idem {
@@ -106,6 +107,39 @@ TEST_F(NatsFence, ATakeoverAppliedAgainKeepsItsHoldersFence) {
   ApplyAgain(scope);
   EXPECT_TRUE(store_->Complete(scope, taken->fence, SampleResponse(201)).ok());
   EXPECT_FALSE(store_->Complete(scope, first->record.fence, SampleResponse(200)).ok());
+}
+
+// A release leaves a delete marker that keeps the fence of the record it removed: the key's next
+// claim draws above it even when that fence is far above the bucket's revisions (as the fences of
+// an older idem, which each refused or unanswered write pushed ahead, could be). The marker used
+// to keep nothing, and the next claim drew from the revisions alone: the released fence again.
+TEST_F(NatsFence, TheNextClaimAfterAReleaseDrawsAboveTheFenceTheMarkerKept) {
+  const Scope scope = MakeScope("k1");
+  KeyRecord ahead;
+  ahead.scope = scope;
+  ahead.fingerprint = testing::kFingerprint;
+  ahead.state = KeyState::kInProgress;
+  ahead.owner = "old/1";
+  ahead.fence = 1000;
+  ahead.created_ms = ahead.updated_ms = SystemClock().NowMillis();
+  ahead.lease_until_ms = ahead.created_ms + 30'000;
+  ahead.expires_ms = ahead.created_ms + 3'600'000;
+  nats::Keyspace keyspace(*client_, uri_);
+  const nats::Slot slot = keyspace.Locate(scope);
+  auto written = client_->Write(slot.bucket, slot.key, nats::EncodeRecord(ahead), 0);
+  ASSERT_TRUE(written.ok() && written->has_value()) << written.status();
+  ASSERT_LT(nats::FenceOf(**written + 10, 0, 1), 1000);  // far above the bucket's revisions
+  ASSERT_TRUE(store_->Release(scope, 1000).ok());
+  absl::StatusOr<ClaimResult> claim = store_->Claim(MakeClaim(scope, "new/1"));
+  ASSERT_TRUE(claim.ok() && claim->claimed) << claim.status();
+  EXPECT_GT(claim->record.fence, 1000);
+  EXPECT_EQ(testing::CodeOf(store_->Complete(scope, 1000, SampleResponse(200))),
+            absl::StatusCode::kAborted);
+  // The same after a purge (`idem keys purge`): its marker keeps the fence too.
+  ASSERT_TRUE(store_->Purge(scope).ok());
+  absl::StatusOr<ClaimResult> after_purge = store_->Claim(MakeClaim(scope, "new/2"));
+  ASSERT_TRUE(after_purge.ok() && after_purge->claimed) << after_purge.status();
+  EXPECT_GT(after_purge->record.fence, claim->record.fence);
 }
 
 // A handle opened later draws fences above every revision of the bucket when it opened, so a

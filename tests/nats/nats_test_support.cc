@@ -216,4 +216,28 @@ absl::Status StepDown(natsConnection* connection, const std::string& stream) {
   return absl::OkStatus();
 }
 
+absl::Status ChangeBucketLeader(Fixture fixture, const std::string& bucket) {
+  absl::StatusOr<std::string> urls = ServerUrls(fixture);
+  if (!urls.ok()) return urls.status();
+  absl::StatusOr<std::unique_ptr<JetStream>> admin = Connect(*urls);
+  if (!admin.ok()) return admin.status();
+  const std::string stream = "KV_" + bucket;
+  const int before = StreamLeader((*admin)->js(), stream);
+  if (absl::Status stepped = StepDown((*admin)->connection(), stream); !stepped.ok()) {
+    return stepped;
+  }
+  int after = 0;
+  if (!Eventually(
+          [&] {
+            after = StreamLeader((*admin)->js(), stream);
+            return after != 0 && after != before;
+          },
+          std::chrono::seconds(10))) {
+    return absl::DeadlineExceededError(fmt::format(
+        "{}: no other server took the lead from node {} within 10 s (now {})", stream, before,
+        after));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace idem::natstest

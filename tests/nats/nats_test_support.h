@@ -100,6 +100,11 @@ std::vector<int64_t> Received(const ConnectionMessages& before, const Connection
 // the other replicas elect another. Errors: Unavailable with the reply when it is refused.
 absl::Status StepDown(natsConnection* connection, const std::string& stream);
 
+// Makes the stream leader of `bucket` (a key-value bucket on the fixture's servers) step down and
+// returns once another server leads it (10 s at most). Errors: as StepDown; DeadlineExceeded when
+// no other server took the lead.
+absl::Status ChangeBucketLeader(Fixture fixture, const std::string& bucket);
+
 }  // namespace idem::natstest
 
 #endif  // IDEM_TESTS_NATS_NATS_TEST_SUPPORT_H_

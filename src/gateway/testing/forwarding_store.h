@@ -32,6 +32,7 @@ class ForwardingStore : public Store {
   absl::Status Release(const Scope& scope, int64_t fence) override {
     return real_.Release(scope, fence);
   }
+  int64_t MaxResponseBytes() const override { return real_.MaxResponseBytes(); }
   absl::StatusOr<KeyRecord> Get(const Scope& scope) override { return real_.Get(scope); }
   absl::StatusOr<int64_t> SweepExpired(int64_t max_rows) override {
     return real_.SweepExpired(max_rows);

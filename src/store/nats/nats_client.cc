@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <chrono>
 
 #include "store/nats/nats_leaders.h"
@@ -35,6 +36,16 @@ bool IsValue(natsMsg* msg) {
   const char* operation = nullptr;
   if (natsMsgHeader_Get(msg, kOperationHeader, &operation) != NATS_OK) return true;
   return operation == nullptr || std::string_view(operation) == "PUT";
+}
+
+// The fence a marker of idem kept (its Idem-Fence header), 0 when it has none.
+int64_t RemovedFence(natsMsg* msg) {
+  const char* text = nullptr;
+  if (natsMsgHeader_Get(msg, kRemovedFenceHeader, &text) != NATS_OK || text == nullptr) return 0;
+  int64_t fence = 0;
+  const std::string_view digits(text);
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), fence);
+  return error == std::errc() && end == digits.data() + digits.size() ? fence : 0;
 }
 
 }  // namespace
@@ -160,6 +171,7 @@ absl::StatusOr<Entry> JetStreamClient::Read(const std::string& bucket, const std
   if (s != NATS_OK) return TranslateNatsError(s, code, fmt::format("reading bucket '{}'", bucket));
   entry.revision = natsMsg_GetSequence(msg.get());
   entry.present = IsValue(msg.get());
+  if (!entry.present) entry.removed_fence = RemovedFence(msg.get());
   if (entry.present && natsMsg_GetDataLength(msg.get()) > 0) {
     entry.value.assign(natsMsg_GetData(msg.get()), natsMsg_GetDataLength(msg.get()));
   }

@@ -38,7 +38,14 @@ struct Entry {
   uint64_t revision = 0;  // its last revision (a value or a delete marker); 0 when none is left
   bool present = false;   // a value (not a delete marker, not nothing)
   std::string value;
+  // A delete or purge marker: the fence of the record it removed, kept in its Idem-Fence header
+  // (0: none, a marker written by an older idem or another program).
+  int64_t removed_fence = 0;
 };
+
+// The header of idem's delete and purge markers that keeps the fence of the record they removed,
+// so that the next claim of the key draws above it (nats_keyspace.h, NewFence).
+inline constexpr char kRemovedFenceHeader[] = "Idem-Fence";
 
 struct PendingWrites;  // nats_write_many.cc
 class LeaderRoutes;    // nats_leaders.h
@@ -108,6 +115,7 @@ class JetStreamClient {
     std::string value;
     uint64_t expected = 0;
     const char* marker = nullptr;
+    int64_t removed_fence = 0;  // with a marker: written in its Idem-Fence header when above 0
   };
   using WriteResult = absl::StatusOr<std::optional<uint64_t>>;
   // Publishes every write at once, in order (so revisions follow the order within a bucket),
@@ -139,6 +147,11 @@ class JetStreamClient {
   // leader's too).
   std::string WriteServerOf(const std::string& bucket);
 
+  // The most bytes one message may carry, as the server this client connected to announced it
+  // (its max_payload): a record larger than this is refused for ever, on any server of a cluster
+  // configured alike.
+  int64_t max_payload() const { return max_payload_; }
+
  private:
   JetStreamClient(natsConnection* connection, jsCtx* js, Millis timeout);
   // Opens async_js_, whose acknowledgement callback answers the writes of every WriteMany, and
@@ -150,6 +163,7 @@ class JetStreamClient {
   natsConnection* connection_;
   jsCtx* js_;
   const Millis timeout_;
+  const int64_t max_payload_;
   std::unique_ptr<PendingWrites> pending_;  // WriteMany's writes awaiting their acknowledgement
   jsCtx* async_js_ = nullptr;                // WriteMany's publishes; its callback's closure: pending_
   std::atomic<bool> published_{false};       // async_js_ sent something (libnats keeps a list)

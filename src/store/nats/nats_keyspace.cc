@@ -12,6 +12,11 @@ namespace {
 // Bound of the remembered in_progress records (a claim is remembered until its outcome).
 constexpr size_t kRememberedRecords = 65536;
 
+// The room a write's headers take in its message beside the record (the expected revision, the
+// message id naming the subject, a marker's operation and fence): libnats counts them in the
+// max_payload too.
+constexpr int64_t kHeaderRoom = 512;
+
 std::string SlotName(const Slot& slot) { return slot.bucket + "/" + slot.key; }
 
 }  // namespace
@@ -40,19 +45,45 @@ void Keyspace::Saw(int shard, uint64_t revision) {
   seen = std::max(seen, revision);
 }
 
+void Keyspace::SawLast(int shard, uint64_t revision, std::chrono::steady_clock::time_point at) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t& seen = seen_.at(static_cast<size_t>(shard));
+  seen = std::max(seen, revision);
+  auto& seen_at = last_seen_at_.at(static_cast<size_t>(shard));
+  seen_at = std::max(seen_at, at);
+}
+
+absl::Status Keyspace::RefreshStale(int shard) {
+  if (max_age_.count() <= 0) return absl::OkStatus();
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (now - last_seen_at_.at(static_cast<size_t>(shard)) < max_age_ / 2) {
+      return absl::OkStatus();
+    }
+  }
+  absl::StatusOr<JetStreamClient::StreamState> state = client_.State(ShardBucket(uri_, shard));
+  if (!state.ok()) return state.status();
+  SawLast(shard, state->last, now);
+  return absl::OkStatus();
+}
+
 int64_t Keyspace::NewFence(const Slot& slot, uint64_t expected, int64_t replaced_fence) {
   uint64_t next = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    uint64_t& seen = seen_.at(static_cast<size_t>(slot.shard));
-    seen = std::max(seen, expected) + 1;  // drawn: the next one is above it, even in one batch
-    next = seen;
+    next = std::max(seen_.at(static_cast<size_t>(slot.shard)), expected) + 1;
   }
   int64_t fence = FenceOf(next, slot.shard, uri_.shards);
   if (fence <= replaced_fence) {
     fence = replaced_fence + uri_.shards - (replaced_fence - slot.shard) % uri_.shards;
   }
   return fence;
+}
+
+int64_t Keyspace::MaxValueBytes() const {
+  const int64_t max_payload = client_.max_payload();
+  return max_payload > 0 ? std::max<int64_t>(max_payload - kHeaderRoom, 1) : 0;
 }
 
 Slot Keyspace::Locate(const Scope& scope) const {
@@ -66,7 +97,10 @@ absl::StatusOr<Current> Keyspace::Load(const Scope& scope) {
   if (!entry.ok()) return entry.status();
   Saw(slot.shard, entry->revision);
   Current current{.revision = entry->revision};
-  if (!entry->present) return current;
+  if (!entry->present) {
+    current.removed_fence = entry->removed_fence;
+    return current;
+  }
   absl::StatusOr<KeyRecord> record = DecodeRecord(entry->value);
   if (!record.ok()) return record.status();
   if (record->scope != scope) {
@@ -88,10 +122,12 @@ absl::StatusOr<std::optional<KeyRecord>> Keyspace::Put(const KeyRecord& record, 
   return std::move(WriteMany(std::move(one)).front());
 }
 
-absl::StatusOr<bool> Keyspace::Remove(const Scope& scope, uint64_t expected, bool purge) {
+absl::StatusOr<bool> Keyspace::Remove(const Scope& scope, uint64_t expected, bool purge,
+                                      int64_t fence) {
   std::vector<Change> one(1);
   one.front().kind = purge ? Change::Kind::kPurge : Change::Kind::kDelete;
   one.front().record.scope = scope;
+  one.front().record.fence = fence;
   one.front().expected = expected;
   absl::StatusOr<std::optional<KeyRecord>> removed = std::move(WriteMany(std::move(one)).front());
   if (!removed.ok()) return removed.status();
@@ -100,39 +136,65 @@ absl::StatusOr<bool> Keyspace::Remove(const Scope& scope, uint64_t expected, boo
 
 std::vector<absl::StatusOr<std::optional<KeyRecord>>> Keyspace::WriteMany(
     std::vector<Change> changes) {
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<absl::StatusOr<std::optional<KeyRecord>>> out(changes.size(),
+                                                            std::optional<KeyRecord>());
   std::vector<JetStreamClient::Publish> publishes;
+  std::vector<size_t> sent;  // the change each publish writes
   std::vector<Slot> slots;
-  for (Change& change : changes) {
+  const int64_t max_value = MaxValueBytes();
+  for (size_t i = 0; i < changes.size(); ++i) {
+    Change& change = changes[i];
     slots.push_back(Locate(change.record.scope));
-    JetStreamClient::Publish publish{
-        .bucket = slots.back().bucket, .key = slots.back().key, .expected = change.expected};
+    const Slot& slot = slots.back();
+    JetStreamClient::Publish publish{.bucket = slot.bucket, .key = slot.key,
+                                     .expected = change.expected};
     if (change.kind == Change::Kind::kPut) {
       if (change.record.fence == 0) {
-        change.record.fence = NewFence(slots.back(), change.expected, change.replaced_fence);
+        // A key with no entry left may have held fences up to its bucket's last revision.
+        if (change.expected == 0) {
+          if (absl::Status fresh = RefreshStale(slot.shard); !fresh.ok()) {
+            out[i] = fresh;
+            continue;
+          }
+        }
+        change.record.fence = NewFence(slot, change.expected, change.replaced_fence);
       }
       publish.value = EncodeRecord(change.record);
+      if (max_value > 0 && static_cast<int64_t>(publish.value.size()) > max_value) {
+        out[i] = absl::OutOfRangeError(fmt::format(
+            "the record of key '{}' of tenant '{}' takes {} bytes, more than the NATS servers "
+            "take in one message ({} bytes of record within their max_payload of {}); it is "
+            "refused for ever: keep a smaller outcome, or raise max_payload on every server",
+            change.record.scope.key, change.record.scope.tenant, publish.value.size(), max_value,
+            client_.max_payload()));
+        continue;
+      }
     } else {
       publish.marker = change.kind == Change::Kind::kPurge ? "PURGE" : "DEL";
+      publish.removed_fence = change.record.fence;
     }
     publishes.push_back(std::move(publish));
+    sent.push_back(i);
   }
   std::vector<JetStreamClient::WriteResult> written = client_.WriteMany(publishes);
-  std::vector<absl::StatusOr<std::optional<KeyRecord>>> out;
-  for (size_t i = 0; i < changes.size(); ++i) {
-    const JetStreamClient::WriteResult& w = written[i];
+  for (size_t j = 0; j < sent.size(); ++j) {
+    const size_t i = sent[j];
+    const JetStreamClient::WriteResult& w = written[j];
     if (!w.ok()) {
       Remember(slots[i], Current{});  // may have been written: nothing known of its revision
-      out.push_back(w.status());
+      out[i] = w.status();
     } else if (!w->has_value()) {
-      out.push_back(std::optional<KeyRecord>());
+      out[i] = std::optional<KeyRecord>();
     } else {
-      Saw(slots[i].shard, **w);
+      // Acknowledged: the bucket's last revision when it was written, above every one before.
+      SawLast(slots[i].shard, **w, started);
       if (changes[i].kind == Change::Kind::kPut) {
         Remember(slots[i], Current{.revision = **w, .record = changes[i].record});
       } else {
         Remember(slots[i], Current{});
       }
-      out.push_back(std::optional<KeyRecord>(std::move(changes[i].record)));
+      out[i] = std::optional<KeyRecord>(std::move(changes[i].record));
     }
   }
   return out;

@@ -89,7 +89,7 @@ LeaseStep DecideClaim(const LeaseRules& rules, const LeaseWrite& write, bool bat
   }
   step.change = {.record = std::move(next),
                  .expected = current.revision,
-                 .replaced_fence = current.record.has_value() ? current.record->fence : 0};
+                 .replaced_fence = current.last_fence()};
   return step;
 }
 
@@ -122,6 +122,7 @@ LeaseStep DecideFenced(const LeaseRules& rules, const LeaseWrite& write, bool ba
   if (write.kind == LeaseWrite::Kind::kRelease) {
     step.change.kind = Keyspace::Change::Kind::kDelete;
     step.change.record.scope = write.scope;
+    step.change.record.fence = write.fence;  // kept by the marker: the next claim draws above it
     return step;
   }
   KeyRecord next = *std::move(record);

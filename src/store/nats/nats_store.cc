@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <tuple>
 #include <vector>
 
@@ -19,6 +20,10 @@
 namespace idem {
 namespace nats {
 namespace {
+
+// The room a record takes in its value beside its response: its fixed fields, the scope, the
+// fingerprint, the owner label and the claim's nonce, each well within it.
+constexpr int64_t kRecordRoom = 4096;
 
 bool Sweepable(const KeyRecord& r, int64_t now) {
   return r.expires_ms <= now && (r.state != KeyState::kInProgress || r.lease_until_ms <= now);
@@ -38,14 +43,15 @@ bool Selected(const KeyRecord& r, const KeyQuery& q, int64_t now) {
 
 class NatsStore final : public Store {
  public:
-  // `last_revisions`: each shard's bucket's last revision at open, where new fences start.
+  // `last_revisions`: each shard's bucket's last revision at `opened`, where new fences start.
   NatsStore(std::unique_ptr<JetStreamClient> client, NatsUri uri, const StoreOptions& options,
-            const std::vector<uint64_t>& last_revisions)
+            const std::vector<uint64_t>& last_revisions,
+            std::chrono::steady_clock::time_point opened)
       : client_(std::move(client)),
-        keyspace_(*client_, std::move(uri)),
+        keyspace_(*client_, std::move(uri), options.retention),
         rules_{options.clock != nullptr ? *options.clock : SystemClock(), options.retention} {
     for (size_t shard = 0; shard < last_revisions.size(); ++shard) {
-      keyspace_.Saw(static_cast<int>(shard), last_revisions[shard]);
+      keyspace_.SawLast(static_cast<int>(shard), last_revisions[shard], opened);
     }
   }
 
@@ -86,6 +92,10 @@ class NatsStore final : public Store {
   }
   absl::Status Release(const Scope& scope, int64_t fence) override {
     return Single({.kind = LeaseWrite::Kind::kRelease, .scope = scope, .fence = fence}).status;
+  }
+  int64_t MaxResponseBytes() const override {
+    const int64_t value = keyspace_.MaxValueBytes();
+    return value > 0 ? std::max<int64_t>(value - kRecordRoom, 1) : 0;
   }
 
   absl::StatusOr<KeyRecord> Get(const Scope& scope) override {
@@ -134,7 +144,8 @@ absl::StatusOr<int64_t> NatsStore::SweepExpired(int64_t max_rows) {
     for (size_t i = 0; i < records.size() && deleted < max_rows; ++i) {
       if (!Sweepable(records[i], rules_.clock.NowMillis())) continue;
       // Conditional on the revision read: a claim that turned the key live again wins.
-      IDEM_ASSIGN_OR_RETURN(bool removed, keyspace_.Remove(records[i].scope, revisions[i], false));
+      IDEM_ASSIGN_OR_RETURN(bool removed, keyspace_.Remove(records[i].scope, revisions[i],
+                                                           /*purge=*/false, records[i].fence));
       if (removed) ++deleted;
     }
   }
@@ -167,7 +178,8 @@ absl::Status NatsStore::Purge(const Scope& scope) {
       return absl::NotFoundError(
           fmt::format("key '{}' of tenant '{}' has no record", scope.key, scope.tenant));
     }
-    IDEM_ASSIGN_OR_RETURN(bool removed, keyspace_.Remove(scope, current.revision, true));
+    IDEM_ASSIGN_OR_RETURN(bool removed, keyspace_.Remove(scope, current.revision, /*purge=*/true,
+                                                         current.record->fence));
     if (removed) return absl::OkStatus();
   }
   return absl::UnavailableError(
@@ -191,6 +203,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenNatsStore(std::string_view uri_text,
   IDEM_ASSIGN_OR_RETURN(std::unique_ptr<nats::JetStreamClient> client,
                         nats::JetStreamClient::Connect(uri, options.lock_timeout));
   std::vector<uint64_t> last_revisions;
+  const auto opened = std::chrono::steady_clock::now();  // before any last revision is asked
   for (int shard = 0; shard < uri.shards; ++shard) {
     const nats::BucketSpec spec{
         .replicas = uri.replicas,
@@ -203,7 +216,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenNatsStore(std::string_view uri_text,
     last_revisions.push_back(last);
   }
   return std::make_unique<nats::NatsStore>(std::move(client), std::move(uri), options,
-                                           last_revisions);
+                                           last_revisions, opened);
 }
 
 }  // namespace idem

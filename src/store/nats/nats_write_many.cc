@@ -41,6 +41,9 @@ natsStatus BuildMessage(natsMsg** msg, const Publish& write) {
     if (s == NATS_OK && std::string_view(write.marker) == "PURGE") {
       s = natsMsgHeader_Set(*msg, kRollupHeader, "sub");
     }
+    if (s == NATS_OK && write.removed_fence > 0) {
+      s = natsMsgHeader_Set(*msg, kRemovedFenceHeader, std::to_string(write.removed_fence).c_str());
+    }
   }
   return s;
 }
@@ -99,7 +102,11 @@ void OnAck(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* closur
 }  // namespace
 
 JetStreamClient::JetStreamClient(natsConnection* connection, jsCtx* js, Millis timeout)
-    : connection_(connection), js_(js), timeout_(timeout), pending_(new PendingWrites) {}
+    : connection_(connection),
+      js_(js),
+      timeout_(timeout),
+      max_payload_(natsConnection_GetMaxPayload(connection)),
+      pending_(new PendingWrites) {}
 
 JetStreamClient::~JetStreamClient() {
   routes_.reset();  // its advisories' subscriptions are on connection_

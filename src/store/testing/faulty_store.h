@@ -113,6 +113,7 @@ class FaultyStore final : public Store {
     return real_.FailFinal(s, fence, r);
   }
   absl::Status Release(const Scope& s, int64_t fence) override { return real_.Release(s, fence); }
+  int64_t MaxResponseBytes() const override { return real_.MaxResponseBytes(); }
   absl::StatusOr<KeyRecord> Get(const Scope& s) override { return real_.Get(s); }
   absl::StatusOr<int64_t> SweepExpired(int64_t max_rows) override {
     return real_.SweepExpired(max_rows);

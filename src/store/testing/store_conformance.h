@@ -27,6 +27,12 @@ struct StoreFactory {
   // same keyspace (a second process's view).
   std::function<absl::StatusOr<std::unique_ptr<Store>>(const StoreOptions& options)> open_fresh;
   std::function<absl::StatusOr<std::unique_ptr<Store>>(const StoreOptions& options)> open_again;
+  // Optional: makes the keyspace's replicated log change leaders (JetStream: the bucket's stream
+  // leader steps down) and returns once another one leads; unset where there is none.
+  std::function<absl::Status()> change_leader;
+  // Whether every fence comes from one store-wide counter, so that different keys never share
+  // one (SQL stores); false where fences strictly grow per key only (JetStream).
+  bool store_wide_fences = true;
 };
 
 // gtest prints a parameter in each test's listed name (and CTest keeps it): print the label,

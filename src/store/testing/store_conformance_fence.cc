@@ -4,6 +4,7 @@
 // the same request.
 #include <latch>
 #include <thread>
+#include <vector>
 
 #include "store/testing/conformance_helpers.h"
 #include "store/testing/store_conformance.h"
@@ -95,6 +96,92 @@ TEST_P(StoreConformanceTest, FencesGrowAcrossReleasesAndKeys) {
   }
   IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult other, store_->Claim(MakeClaim(MakeScope("k2"))));
   EXPECT_GT(other.record.fence, last);
+}
+
+// Fences strictly grow per key across two store handles (two gateways on one keyspace), whatever
+// either drew for keys it found held (duplicates), across takeovers and releases, and across a
+// change of the keyspace's leader where it has one: a stale fence never matches a later claim.
+// (On JetStream, a handle whose 30 duplicates drew fences that never landed handed out a fence
+// that the other's later claim of the key got again, and the stale holder's Complete went
+// through.)
+TEST_P(StoreConformanceTest, FencesStrictlyGrowPerKeyAcrossHandlesDuplicatesReleasesTakeovers) {
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> other, OpenAgain());
+  Store& a = *store_;
+  Store& b = *other;
+  const Scope x = MakeScope("x");
+  const Scope k = MakeScope("k");
+  std::vector<int64_t> fences;  // every fence k held, in order
+  const auto held = [&](int64_t fence) {
+    if (!fences.empty()) {
+      EXPECT_GT(fence, fences.back()) << "after fences " << fences.size();
+    }
+    fences.push_back(fence);
+  };
+  const auto duplicates = [&](Store& store, int n) {
+    for (int i = 0; i < n; ++i) {
+      absl::StatusOr<ClaimResult> dup = store.Claim(MakeClaim(x, "dup"));
+      ASSERT_TRUE(dup.ok()) << dup.status();
+      ASSERT_FALSE(dup->claimed);
+    }
+    const std::vector<LeaseWrite> batch(3, LeaseWrite{.kind = LeaseWrite::Kind::kClaim,
+                                                      .scope = x,
+                                                      .fingerprint = kFingerprint,
+                                                      .owner = "dup",
+                                                      .lease = kLease});
+    IDEM_ASSERT_OK_AND_ASSIGN(std::vector<LeaseWriteResult> results, store.ApplyLeaseBatch(batch));
+    for (const LeaseWriteResult& r : results) EXPECT_FALSE(r.claimed) << r.status;
+  };
+  // B claims and completes X; A sees 30 duplicates of it.
+  IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult bx, b.Claim(MakeClaim(x, "B")));
+  IDEM_ASSERT_OK(b.Complete(x, bx.record.fence, SampleResponse()));
+  duplicates(a, 30);
+  // A claims K with a short lease and stalls; B takes it over and releases it.
+  IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult stalled,
+                            a.Claim(MakeClaim(k, "A", kFingerprint, kShortLease)));
+  ASSERT_TRUE(stalled.claimed);
+  held(stalled.record.fence);
+  clock_.Advance(kShortLease + 1ms);
+  IDEM_ASSERT_OK_AND_ASSIGN(KeyRecord taken, b.TakeOver(MakeClaim(k, "B"), stalled.record.fence));
+  held(taken.fence);
+  IDEM_ASSERT_OK(b.Release(k, taken.fence));
+  if (GetParam().change_leader) IDEM_ASSERT_OK(GetParam().change_leader());
+  // Claims of K from either handle, duplicates of X between them, every third one taken over by
+  // the other handle; each ends in a release.
+  for (int round = 0; round < 12; ++round) {
+    Store& claimer = round % 2 == 0 ? b : a;
+    Store& taker = round % 2 == 0 ? a : b;
+    duplicates(claimer, 5);
+    IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult claim,
+                              claimer.Claim(MakeClaim(k, "C", kFingerprint, kShortLease)));
+    ASSERT_TRUE(claim.claimed) << "round " << round;
+    held(claim.record.fence);
+    Store* holder = &claimer;
+    int64_t fence = claim.record.fence;
+    if (round % 3 == 0) {
+      clock_.Advance(kShortLease + 1ms);
+      IDEM_ASSERT_OK_AND_ASSIGN(KeyRecord again, taker.TakeOver(MakeClaim(k, "T"), fence));
+      held(again.fence);
+      holder = &taker;
+      fence = again.fence;
+    }
+    EXPECT_EQ(CodeOf(a.Complete(k, stalled.record.fence, SampleResponse(200))),
+              StatusCode::kAborted)
+        << "round " << round;
+    IDEM_ASSERT_OK(holder->Release(k, fence));
+  }
+  // B holds K at last: every earlier fence, from either handle, is refused.
+  IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult last, b.Claim(MakeClaim(k, "B")));
+  ASSERT_TRUE(last.claimed);
+  held(last.record.fence);
+  ExpectFencedOut(a, k, stalled.record.fence);
+  for (size_t i = 0; i + 1 < fences.size(); ++i) {
+    EXPECT_EQ(CodeOf(a.Complete(k, fences[i], SampleResponse(200))), StatusCode::kAborted) << i;
+    EXPECT_EQ(CodeOf(b.Complete(k, fences[i], SampleResponse(200))), StatusCode::kAborted) << i;
+  }
+  IDEM_ASSERT_OK_AND_ASSIGN(KeyRecord got, a.Get(k));
+  EXPECT_EQ(got.state, KeyState::kInProgress);
+  EXPECT_EQ(got.fence, last.record.fence);
+  EXPECT_EQ(got.owner, "B");
 }
 
 TEST_P(StoreConformanceTest, TakeOverByAnotherRequestIsFailedPreconditionAndChangesNothing) {
