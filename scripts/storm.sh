@@ -38,4 +38,4 @@ if ! command -v python3 >/dev/null; then
   echo "storm: python3 is needed (scripts/install-deps.sh installs it)" >&2
   exit 2
 fi
-exec python3 "$repo/tests/storm/storm.py" --idem "$idem" "${args[@]}"
+exec python3 -B "$repo/tests/storm/storm.py" --idem "$idem" "${args[@]}"

@@ -31,7 +31,7 @@ class RunPlan:
         self.seconds = seconds
         self.lease = r.choice([4.0, 6.0])
         self.upstream_timeout = self.lease / 2
-        self.recover_interval = 1.0
+        self.recover_interval = r.choice([1.0, 2.0, 4.0])
         self.recover_attempts = r.randint(3, 8)
         self.gateways = r.choices([1, 2, 3], weights=[1, 3, 3])[0]
         self.tenants = r.choice(["none", "header", "auth"])
