@@ -45,8 +45,15 @@ def overlaps(fault, start, end):
     return fault["start"] <= end and fault["end"] >= start
 
 
-def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout):
+def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures):
     """Why `cur` may run the effect again after `prev`, or None."""
+    for f in failures:
+        # The gateway that sent `prev` answered its client 502/504 (and released the key)
+        # before `cur` arrived: its log line carries the forwarded X-Request-Id.
+        if f["gw"] == prev["gw"] and f["xrid"] == prev.get("xrid") and \
+                prev["t"] - 0.05 <= f["at"] <= cur["t"] + 0.05:
+            return "%s answered %d for run %d (upstream failure; key released)" % (
+                f["gw"], f["status"], prev["ex"])
     if prev["mode"] == "drop":
         return "the upstream dropped run %d's connection after its effect" % prev["ex"]
     if prev["mode"] == "slow" and prev["delay_ms"] >= 0.9 * upstream_timeout * 1000:
@@ -73,6 +80,7 @@ def check(records):
     run = next(r for r in records if r["ev"] == "run")
     lease, upstream_timeout = run["lease"], run["upstream_timeout"]
     faults = [r for r in records if r["ev"] == "fault"]
+    failures = [r for r in records if r["ev"] == "upstream_failure"]
     keys = collections.OrderedDict()
     by_key = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in records:
@@ -89,7 +97,7 @@ def check(records):
         check_fences(v, name, events)
         recorded = check_replays(v, name, events)
         for prev, cur in zip(execs, execs[1:]):
-            reason = rerun_reason(prev, cur, meta, faults, lease, upstream_timeout)
+            reason = rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures)
             if reason is None:
                 v.violation(name, "ran %d times: run %d (%s at %.2fs) after run %d (%s at %.2fs) "
                             "on a %s route with nothing in the history that allows it" %

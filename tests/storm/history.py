@@ -12,6 +12,12 @@ class History:
         self.file = open(path, "w", encoding="utf-8")
         self.lock = threading.Lock()
         self.t0 = time.monotonic()
+        self.wall0 = time.time()
+
+    def restart_clock(self):
+        """The schedule's clock starts now (gateways' log times are mapped onto it by wall0)."""
+        self.t0 = time.monotonic()
+        self.wall0 = time.time()
 
     def now(self):
         return time.monotonic() - self.t0

@@ -7,8 +7,10 @@ by one checker over the recorded history (scripts/storm.sh is the front door; do
 
 import argparse
 import collections
+import datetime
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -65,6 +67,34 @@ def replay_key(plan, key, gateway, history, deadline):
             break
 
 
+# A gateway's request line for an upstream failure: 502 (the upstream broke the exchange) or 504
+# (no answer head within --upstream-timeout, or the lease about to lapse). The key was released.
+UPSTREAM_FAILURE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+) \w+ (\S+) POST \S+ -> "
+                              r"(502|504) upstream_error")
+
+
+def record_upstream_failures(gateways, history):
+    """Puts each gateway's 502/504 upstream failures in the history: the gateway's own word that
+    an upstream run's answer was not kept, whatever the upstream's timing looked like."""
+    for g in gateways:
+        for line in g.log_lines():
+            m = UPSTREAM_FAILURE.match(line)
+            if not m:
+                continue
+            wall = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").replace(
+                tzinfo=datetime.timezone.utc).timestamp()
+            history.record("upstream_failure", gw=g.name, xrid=m.group(2),
+                           status=int(m.group(3)), at=round(wall - history.wall0, 4))
+
+
+def merge(path, records):
+    """One history file: the storm's records and the upstream's, in the order of their times."""
+    merged = sorted(history_mod.read(path) + records, key=lambda r: r["t"])
+    with open(path, "w", encoding="utf-8") as f:
+        for r in merged:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
+
+
 def run_store(args, name, out):
     plan = RunPlan(args.seed, name, args.minutes * 60)
     work = tempfile.mkdtemp(prefix="idem-storm-%s-" % name)
@@ -77,8 +107,7 @@ def run_store(args, name, out):
     print("storm [%s]: %d gateway(s), lease %.0fs, tenants %s, %d faults drawn, %.0fs of load; "
           "work in %s" % (name, plan.gateways, plan.lease, plan.tenants, len(plan.faults),
                           plan.seconds, work), file=out, flush=True)
-    upstream = Upstream(history)
-    upstream.start()
+    upstream = Upstream(work)
     store = open_store(name, work, args.seed)
     gateways = []
     problems = []
@@ -91,7 +120,8 @@ def run_store(args, name, out):
         stop = threading.Event()
         nemesis = Nemesis(plan, history, gateways, store, stop)
         load = Load(plan, gateways, history)
-        history.t0 = time.monotonic()  # the schedule's clock starts with the load
+        history.restart_clock()  # the schedule's clock starts with the load
+        history.record("clock", wall0=history.wall0, mono0=history.t0)
         nemesis.start()
         load.start()
         load.join()
@@ -119,6 +149,7 @@ def run_store(args, name, out):
         for t in threads:
             t.join()
         final.terminate()
+        record_upstream_failures(gateways, history)
         fault_counts = dict(nemesis.counts)
     finally:
         for g in gateways:
@@ -126,6 +157,7 @@ def run_store(args, name, out):
         store.stop()
         upstream.stop()
         history.close()
+    merge(path, upstream.records(history.t0))
     verdict = checker.check(history_mod.read(path))
     for p in problems:
         verdict.violation("-", p)

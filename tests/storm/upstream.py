@@ -21,9 +21,15 @@ must be answered by the store.
 import hashlib
 import http.server
 import json
+import os
+import signal
 import socketserver
+import subprocess
+import sys
 import threading
 import time
+
+from history import History, read
 
 
 def body_digest(body):
@@ -39,17 +45,17 @@ class Effects:
         self.next_ex = 1
         self.answers = {}  # logical key -> (answer body bytes) of its last effect
 
-    def run(self, key, gw, route, fence, mode, delay_ms, body, dedup):
+    def run(self, key, gw, route, fence, mode, delay_ms, body, dedup, xrid):
         """Runs (or deduplicates) one arrival; returns the answer body, or None for 'fail'."""
         with self.lock:
             if mode == "fail":
                 self.history.record("arrival", key=key, gw=gw, route=route, fence=fence,
-                                    mode=mode, effect=False)
+                                    mode=mode, effect=False, xrid=xrid)
                 return None
             if dedup and key in self.answers:
                 answer = self.answers[key]
                 self.history.record("arrival", key=key, gw=gw, route=route, fence=fence,
-                                    mode=mode, effect=False, dedup=True,
+                                    mode=mode, effect=False, dedup=True, xrid=xrid,
                                     answer=body_digest(answer))
                 return answer
             ex = self.next_ex
@@ -62,7 +68,7 @@ class Effects:
                 doc["pad"] = "x" * pad
                 answer = json.dumps(doc, sort_keys=True).encode()
             self.answers[key] = answer
-            self.history.record("exec", key=key, ex=ex, gw=gw, route=route, fence=fence,
+            self.history.record("exec", key=key, ex=ex, gw=gw, route=route, fence=fence, xrid=xrid,
                                 mode=mode, delay_ms=delay_ms if mode == "slow" else 0,
                                 size=len(answer), request=body_digest(body),
                                 answer=body_digest(answer))
@@ -131,7 +137,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         number = int(arg) if arg.isdigit() else 0
         fence = self.headers.get("Idempotency-Fence")
         answer = effects.run(key, gw, route, fence, mode, number, body,
-                             dedup=(route == "resend"))
+                             dedup=(route == "resend"), xrid=self.headers.get("X-Request-Id"))
         if answer is None:
             self.answer(500, b'{"storm":"transient failure"}')
             return
@@ -153,17 +159,54 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         pass  # a gateway that hung up (timeout, kill): the history has the arrival already
 
 
-class Upstream:
-    def __init__(self, history):
-        self.effects = Effects(history)
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.server.effects = self.effects
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+class AbsoluteHistory(History):
+    """The upstream's own history file: `t` on the machine's monotonic clock (the storm maps it
+    onto the run's clock when it merges the file)."""
 
-    def start(self):
-        self.thread.start()
+    def now(self):
+        return time.monotonic()
+
+
+class Upstream:
+    """The upstream as a process of its own, as a real service is: the storm's clients never
+    hold up its answers (one interpreter lock each)."""
+
+    def __init__(self, work):
+        self.history_path = os.path.join(work, "upstream.jsonl")
+        port_file = os.path.join(work, "upstream.port")
+        self.proc = subprocess.Popen([sys.executable, "-B", os.path.abspath(__file__),
+                                      self.history_path, port_file],
+                                     stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(port_file) or not open(port_file).read().endswith("\n"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the storm's upstream did not start")
+            time.sleep(0.02)
+        self.port = int(open(port_file).read())
 
     def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.proc.terminate()
+        self.proc.wait()
+
+    def records(self, mono0):
+        """The upstream's records on the run's clock (`mono0`: the run's monotonic start)."""
+        out = []
+        for r in read(self.history_path):
+            r["t"] = round(r["t"] - mono0, 4)
+            out.append(r)
+        return out
+
+
+def main(history_path, port_file):
+    history = AbsoluteHistory(history_path)
+    server = Server(("127.0.0.1", 0), Handler)
+    server.effects = Effects(history)
+    signal.signal(signal.SIGTERM, lambda *_: (history.close(), os._exit(0)))
+    with open(port_file + ".tmp", "w") as f:
+        f.write("%d\n" % server.server_address[1])
+    os.rename(port_file + ".tmp", port_file)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
