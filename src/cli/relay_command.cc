@@ -2,6 +2,7 @@
 // (docs/outbox.md, "idem relay").
 #include <fmt/format.h>
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <csignal>
@@ -13,6 +14,7 @@
 
 #include "cli/allocator_tuning.h"
 #include "cli/commands.h"
+#include "cli/log_setup.h"
 #include "cli/service_notify.h"
 #include "http/listen.h"
 #include "idem/retry/duration.h"
@@ -64,10 +66,16 @@ struct RelayFlags {
   int max_attempts = 10;
   int max_in_flight = 256;
   bool let_dead_pass = false, once = false, wait = false, no_listen = false;
+  LogSettings log;
 };
 
+// A usage error is one plain line on stderr, whatever the log format; a failure once running
+// (the store, the endpoint) a log line at error.
 int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "idem relay: %s\n", message.c_str());
+  if (code == kExitUsage)
+    std::fprintf(stderr, "idem relay: %s\n", message.c_str());
+  else
+    spdlog::error("idem relay: {}", message);
   return code;
 }
 
@@ -103,16 +111,28 @@ absl::StatusOr<relay::RelayOptions> MakeOptions(const RelayFlags& f) {
   return o;
 }
 
+// The secret packaging/examples/relay.env ships: never a key anyone signs with. The relay
+// refuses it, so that the example file cannot be started unedited.
+constexpr std::string_view kPlaceholderSecret = "whsec_REPLACE_ME";
+
 absl::StatusOr<std::unique_ptr<relay::Sink>> MakeHttpSink(const RelayFlags& f, Millis timeout) {
   if (f.url.empty()) return absl::InvalidArgumentError("--sink http needs --url");
   std::string secret = f.secret;
+  const char* source = "--secret";
   if (secret.empty()) {
     const char* env = std::getenv("IDEM_WEBHOOK_SECRET");
     if (env != nullptr) secret = env;
+    source = "IDEM_WEBHOOK_SECRET";
   }
   if (secret.empty()) {
     return absl::InvalidArgumentError(
         "--sink http needs --secret whsec_... (or IDEM_WEBHOOK_SECRET in the environment)");
+  }
+  if (secret == kPlaceholderSecret) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} is {}, the example's placeholder, not a secret: put one of your own in its place, "
+        "made by `echo whsec_$(openssl rand -base64 32)`, and give the receiver the same one",
+        source, kPlaceholderSecret));
   }
   auto sink = relay::HttpSink::Create({.url = f.url, .secret = secret, .timeout = timeout});
   if (!sink.ok()) return sink.status();
@@ -152,8 +172,8 @@ std::unique_ptr<relay::WakeSource> MakeWake(const RelayFlags& f, relay::Dialect 
   auto wake = relay::PgNotifyWake::Create(
       {.conninfo = f.store, .application_name = fmt::format("idem-relay-listen-{}", ::getpid())});
   if (wake.ok()) return std::move(*wake);
-  std::fprintf(stderr, "idem relay: %s; polling every --poll instead\n",
-               std::string(wake.status().message()).c_str());
+  spdlog::warn("idem relay: {}; polling every --poll instead",
+               std::string(wake.status().message()));
 #else
   (void)f;
   (void)dialect;
@@ -183,6 +203,7 @@ int Relay(const RelayFlags& f) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  SetUpLogging(f.log);  // after the mask: the logging thread inherits it
   absl::StatusOr<relay::RelayOptions> options = MakeOptions(f);
   if (!options.ok()) return Fail(kExitUsage, std::string(options.status().message()));
   absl::StatusOr<relay::Dialect> dialect = relay::DialectOf(f.store);
@@ -200,8 +221,7 @@ int Relay(const RelayFlags& f) {
   std::thread signals([&] {
     int signal = 0;
     while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP && !stop.load()) {
-      std::fprintf(stderr, "idem relay: %.*s\n", static_cast<int>(kRelaySighupNotice.size()),
-                   kRelaySighupNotice.data());
+      spdlog::info("idem relay: {}", kRelaySighupNotice);
     }
     if (!stop.load()) NotifyStopping("finishing the batch under way");
     stop.store(true);
@@ -256,20 +276,17 @@ int Relay(const RelayFlags& f) {
   // Made before the first claim: a commit after it wakes the relay.
   std::unique_ptr<relay::WakeSource> wake = MakeWake(f, *dialect);
   relay.SetWakeSource(wake.get());
-  std::fprintf(stderr, "idem relay: publishing the outbox of %s to %s%s%s\n",
-               RedactStoreUri(f.store).c_str(), f.url.c_str(),
+  spdlog::info("idem relay: publishing the outbox of {} to {}{}{}", RedactStoreUri(f.store), f.url,
                wake != nullptr ? " (woken by LISTEN idem_outbox)" : "",
-               admin != nullptr ? fmt::format(", admin on {}", admin->address()).c_str() : "");
+               admin != nullptr ? fmt::format(", admin on {}", admin->address()) : "");
   NotifyReady("publishing the outbox");
   absl::Status ran = relay.Run();
   {
     std::lock_guard<std::mutex> guard(running_mu);
     running = nullptr;
   }
-  std::fprintf(stderr, "idem relay: sent %lld, retried %lld, dead %lld\n",
-               static_cast<long long>(metrics.sent.load()),
-               static_cast<long long>(metrics.retried.load()),
-               static_cast<long long>(metrics.dead.load()));
+  spdlog::info("idem relay: sent {}, retried {}, dead {}", metrics.sent.load(),
+               metrics.retried.load(), metrics.dead.load());
   if (absl::IsFailedPrecondition(ran)) return finish(Fail(kExitGone, std::string(ran.message())));
   if (!ran.ok()) return finish(Fail(kExitStore, std::string(ran.message())));
   return finish(kExitOk);
@@ -312,7 +329,11 @@ void AddRelayCommand(CLI::App& app, int& exit_code) {
                 "PostgreSQL: poll every --poll only, without LISTEN for commits");
   cmd->add_flag("--once", f->once, "Exit once nothing is left to send now");
   cmd->add_flag("--wait", f->wait, "SQLite: wait for a running relay to exit instead of failing");
-  cmd->callback([f, &exit_code] { exit_code = Relay(*f); });
+  AddLogFlags(*cmd, f->log);
+  cmd->callback([f, &exit_code] {
+    exit_code = Relay(*f);
+    spdlog::shutdown();
+  });
 }
 
 }  // namespace idem::cli

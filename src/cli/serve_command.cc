@@ -2,9 +2,8 @@
 // This file only turns flags into settings and wires the parts together.
 #include <fmt/format.h>
 #include <pthread.h>
-#include <spdlog/async.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <csignal>
 #include <cstdio>
@@ -14,7 +13,9 @@
 
 #include "cli/allocator_tuning.h"
 #include "cli/commands.h"
+#include "cli/log_setup.h"
 #include "cli/service_notify.h"
+#include "common/conninfo_secrets.h"
 #include "gateway/config_file.h"
 #include "gateway/forward.h"
 #include "gateway/gateway_config.h"
@@ -54,10 +55,11 @@ using Reread = std::function<absl::StatusOr<gateway::GatewayConfig>()>;
 
 struct Flags {
   std::string listen, upstream, store, admin, config, lease, upstream_timeout, retention, max_body,
-      tenant_header, lock_timeout, cache_bytes, cacert, record_wait, max_pending_bytes,
-      log_level = "info", log_format = "text";
+      tenant_header, lock_timeout, cache_bytes, cacert, record_wait, max_pending_bytes;
+  LogSettings log;
   bool require_key = false;
   bool allow_faults = false;
+  bool check_config = false;
   int io_threads = 0;
   int max_pending_outcomes = 0;
   int store_threads = 0;
@@ -79,6 +81,8 @@ absl::Status ApplyFlags(const Flags& f, const CLI::App& cmd, gateway::GatewayCon
   if (given("--store-threads")) config.store_threads = f.store_threads;
   if (given("--store-writers")) config.store_writers = f.store_writers;
   if (given("--max-pending-outcomes")) config.max_pending_outcomes = f.max_pending_outcomes;
+  if (given("--log-format")) config.log_format = f.log.format;
+  if (given("--log-level")) config.log_level = f.log.level;
   struct DurationFlag {
     const char* name;
     const std::string& text;
@@ -142,37 +146,6 @@ absl::Status CheckAddresses(const gateway::GatewayConfig& config) {
   return gateway::ParseUpstreamUrl(config.upstream).status();
 }
 
-// --log-format json: each line one JSON object (gateway/log_format.h), never colored.
-class JsonLogFormatter final : public spdlog::formatter {
- public:
-  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
-    std::string line;
-    const spdlog::string_view_t level = spdlog::level::to_string_view(msg.level);
-    gateway::AppendJsonLogLine(msg.time, std::string_view(level.data(), level.size()),
-                               std::string_view(msg.payload.data(), msg.payload.size()), line);
-    dest.append(line.data(), line.data() + line.size());
-  }
-  std::unique_ptr<spdlog::formatter> clone() const override {
-    return std::make_unique<JsonLogFormatter>();
-  }
-};
-
-// Log lines are written by a thread of their own: an io thread never waits for stderr (a file on
-// a slow disk, a full pipe). When the queue is full the oldest line is dropped, not the request
-// held; spdlog::shutdown() at the end of the command flushes what is queued.
-void SetUpLogging(const std::string& level, const std::string& format) {
-  spdlog::init_thread_pool(16384, 1);
-  auto logger = spdlog::create_async_nb<spdlog::sinks::stderr_color_sink_mt>("idem");
-  if (format == "json") {
-    gateway::SetLogFormat(gateway::LogFormat::kJson);
-    logger->set_formatter(std::make_unique<JsonLogFormatter>());
-  } else {
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  }
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::from_str(level));
-}
-
 // SIGTERM, SIGINT and SIGHUP (systemctl reload: answered, never a stop), blocked in the calling
 // thread and so in every thread it starts afterwards: only the thread that waits for them with
 // sigwait receives them. Called before the logging thread starts: a thread that did not block
@@ -220,6 +193,8 @@ void ReloadOnSighup(gateway::Server& server, const std::string& file, const Rere
   }
   spdlog::info("SIGHUP: reloaded {}: {} route(s); requests already read finish under the old ones",
                file, next->routes.size());
+  spdlog::info("routes: {}", gateway::DescribeRouting(*next));
+  SetLogLevel(ParseLogLevel(next->log_level).value_or(spdlog::level::info));
   WarnAboutFaults(*next);
 }
 
@@ -268,6 +243,7 @@ int Serve(const gateway::GatewayConfig& config, const std::string& file, const R
   spdlog::info("idem serve: listening on {}, forwarding to {}, keys in {}{}",
                (*server)->listen_address(), config.upstream, RedactStoreUri(config.store),
                config.admin.empty() ? "" : ", admin on " + (*server)->admin_address());
+  spdlog::info("routes: {}", gateway::DescribeRouting(config));
   WarnAboutFaults(config);
   NotifyReady(fmt::format("listening on {}", (*server)->listen_address()));
   int signal = 0;
@@ -301,13 +277,54 @@ absl::StatusOr<gateway::GatewayConfig> LoadSettings(const CLI::App& cmd, const F
   return config;
 }
 
-// Loads the settings and serves; returns the exit code.
+// The warning for a config file that holds the store's password and that every user may read
+// (the documented install is 0640 root:idem); empty when there is nothing to warn about.
+std::string PasswordFileWarning(const std::string& file, const gateway::GatewayConfig& config) {
+  struct stat st {};
+  if (file.empty() || ConninfoSecretSpans(config.store).empty() || stat(file.c_str(), &st) != 0 ||
+      (st.st_mode & S_IROTH) == 0)
+    return "";
+  return fmt::format(
+      "{} holds the store's password and every user may read it (mode {:04o}): run "
+      "`chown root:idem {} && chmod 0640 {}`, or keep the password out of the file "
+      "(passfile=, PGPASSFILE or PGPASSWORD; docs/operations.md)",
+      file, st.st_mode & 07777, file, file);
+}
+
+// --check-config: loads and checks the settings as a start or a reload would, opens nothing.
+int CheckConfig(const CLI::App& cmd, const Flags& f) {
+  absl::StatusOr<gateway::GatewayConfig> config = LoadSettings(cmd, f);
+  if (config.ok() && !config->store.starts_with("sqlite:") &&
+      !config->store.starts_with("postgresql://") && !config->store.starts_with("postgres://") &&
+      !config->store.starts_with("nats://"))
+    config = absl::InvalidArgumentError(
+        fmt::format("store URI '{}' has no known scheme: use sqlite:PATH, postgresql://... or "
+                    "nats://HOST:PORT?bucket=NAME",
+                    RedactStoreUri(config->store)));
+  if (!config.ok()) {
+    const std::string why(config.status().message());
+    const bool named = !f.config.empty() && why.rfind(f.config, 0) != 0 &&
+                       why.find("config file") == std::string::npos;
+    std::fprintf(stderr, "idem serve: %s%s\n", named ? (f.config + ": ").c_str() : "", why.c_str());
+    return kExitUsage;
+  }
+  if (const std::string warning = PasswordFileWarning(f.config, *config); !warning.empty())
+    std::fprintf(stderr, "idem serve: warning: %s\n", warning.c_str());
+  std::printf("config ok\n");
+  return kExitOk;
+}
+
+// Loads the settings, sets up logging as they say and serves; returns the exit code.
 int RunServeCommand(const CLI::App& cmd, const Flags& f) {
   absl::StatusOr<gateway::GatewayConfig> config = LoadSettings(cmd, f);
   if (!config.ok()) {
     std::fprintf(stderr, "idem serve: %s\n", std::string(config.status().message()).c_str());
     return kExitUsage;
   }
+  SetUpLogging({.format = config->log_format.empty() ? "text" : config->log_format,
+                .level = config->log_level.empty() ? "info" : config->log_level});
+  if (const std::string warning = PasswordFileWarning(f.config, *config); !warning.empty())
+    spdlog::warn("{}", warning);
   return Serve(*config, f.config, [&cmd, &f] { return LoadSettings(cmd, f); });
 }
 
@@ -354,14 +371,16 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
                   "Threads reading the store for replays and waits (2)");
   cmd->add_option("--store-writers", f->store_writers,
                   "Threads writing the store, one batch in flight each (0: the default, 1)");
-  cmd->add_option("--log-format", f->log_format,
-                  "text, or json: one object per line, keys only as hashes (text)")
-      ->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option("--log-level", f->log_level, "trace, debug, info, warn, error (info)")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  AddLogFlags(*cmd, f->log);
+  cmd->add_flag("--check-config", f->check_config,
+                "Load and check the settings as a start or reload would, print `config ok` (exit "
+                "0) or what is wrong (exit 2), and exit");
   cmd->callback([cmd, f, &exit_code] {
+    if (f->check_config) {
+      exit_code = CheckConfig(*cmd, *f);
+      return;
+    }
     ServiceSignals();  // before the logging thread starts
-    SetUpLogging(f->log_level, f->log_format);
     exit_code = RunServeCommand(*cmd, *f);
     spdlog::shutdown();
   });

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -199,7 +200,26 @@ absl::Status Reader::Top(const toml::table& table, GatewayConfig& config) const 
       s = Size(node, key, config.cache_bytes);
     else if (key == "require_key")
       s = Bool(node, key, config.require_key);
-    else if (key == "tenant_header")
+    else if (key == "log_format" && (s = String(node, key, config.log_format)).ok()) {
+      if (config.log_format != "text" && config.log_format != "json")
+        return Error(node, "log_format must be \"text\" or \"json\"");
+    } else if (key == "log_level" && (s = String(node, key, config.log_level)).ok()) {
+      static constexpr std::string_view kLevels[] = {"trace", "debug", "info",     "warning",
+                                                     "warn",  "error", "critical", "off"};
+      if (std::find(std::begin(kLevels), std::end(kLevels), config.log_level) == std::end(kLevels))
+        return Error(node,
+                     "log_level must be trace, debug, info, warning (or warn), error, critical "
+                     "or off");
+    } else if (key == "unmatched") {
+      std::string word;
+      if ((s = String(node, key, word)).ok()) {
+        if (word != "guard" && word != "pass")
+          return Error(node,
+                       "unmatched must be \"guard\" (paths no route covers are guarded as "
+                       "without routes, the default) or \"pass\" (they pass through)");
+        config.unmatched = word == "pass" ? Unmatched::kPass : Unmatched::kGuard;
+      }
+    } else if (key == "tenant_header")
       s = String(node, key, config.tenant_header);
     else if (key == "io_threads")
       s = Int(node, key, config.io_threads);
@@ -236,7 +256,7 @@ absl::Status Reader::Top(const toml::table& table, GatewayConfig& config) const 
         config.routes.emplace_back();
         if (absl::Status rs = Route(*r.as_table(), config.routes.back()); !rs.ok()) return rs;
       }
-    } else {
+    } else if (key != "log_format" && key != "log_level") {
       return Error(k.source(), fmt::format("unknown setting '{}'; see docs/gateway.md", key));
     }
     if (!s.ok()) return s;

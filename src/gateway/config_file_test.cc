@@ -72,6 +72,18 @@ void ExpectError(std::string_view text, std::string_view where, std::string_view
   EXPECT_NE(std::string(c.status().message()).find(what), std::string_view::npos) << c.status();
 }
 
+TEST(ParseConfigText, UnmatchedIsGuardUnlessTheFileSaysPass) {
+  auto c = Parse("[[route]]\npath_prefix = \"/webhooks\"\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->unmatched, Unmatched::kGuard);
+  c = Parse("unmatched = \"pass\"\n[[route]]\npath_prefix = \"/webhooks\"\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->unmatched, Unmatched::kPass);
+  c = Parse("unmatched = \"guard\"\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->unmatched, Unmatched::kGuard);
+}
+
 TEST(ParseConfigText, ErrorsNameFileLineAndWhatIsWrong) {
   ExpectError("listen = \"a\"\nlease = \"30 seconds\"\n", "idem.toml:2:", "lease");
   ExpectError("\n\nleese = \"30s\"\n", "idem.toml:3:", "unknown setting 'leese'");
@@ -93,6 +105,7 @@ TEST(ParseConfigText, ErrorsNameFileLineAndWhatIsWrong) {
   ExpectError("max_body = 1e300\n", "idem.toml:1:", "max_body");
   ExpectError("[[route]]\nmethod = [\"POST\"]\n", "idem.toml:2:", "unknown route setting");
   ExpectError("route = 1\n", "idem.toml:1:", "[[route]]");
+  ExpectError("unmatched = \"open\"\n", "idem.toml:1:", "unmatched must be \"guard\"");
   // Checks across a route's settings name the route's [[route]] line.
   ExpectError("\n[[route]]\npath_prefix = \"webhooks\"\n", "idem.toml:2:", "must start with '/'");
   ExpectError("lease = \"2s\"\n[[route]]\nin_flight = \"wait\"\nwait_max = \"5s\"\n",

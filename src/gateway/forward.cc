@@ -217,7 +217,10 @@ asio::awaitable<bool> WriteResponse(hc::Stream& client, StoredResponse response,
 asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& client_buffer,
                                        http::request_parser<http::buffer_body>& parser,
                                        UpstreamPool& pool, Millis idle_timeout,
-                                       bool may_keep_alive) {
+                                       bool may_keep_alive, int* sent_status) {
+  int ignored_status = 0;
+  int& status = sent_status != nullptr ? *sent_status : ignored_status;
+  status = 0;
   const unsigned version = parser.get().version();
   const bool head = parser.get().method() == http::verb::head;
   const bool client_keep_alive = parser.get().keep_alive() && may_keep_alive;
@@ -226,6 +229,7 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
   if (!connection.ok()) {
     const StoredResponse problem = ProblemResponse(ProblemFor(
         UpstreamError(connection.status(), pool.target, idle_timeout), Origin::kUpstream));
+    status = problem.status;
     co_await WriteResponse(client, problem, false, version, idle_timeout);
     co_return false;
   }
@@ -262,6 +266,7 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
     if (hec) {
       const StoredResponse problem = ProblemResponse(
           ProblemFor(RelayError(hec, pool.target, idle_timeout), Origin::kUpstream));
+      status = problem.status;
       co_await WriteResponse(client, problem, false, version, idle_timeout);
       co_return false;
     }
@@ -275,6 +280,7 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
       client_keep_alive && !upstream_stopped_reading && !response->need_eof();
   DropUpstreamHopByHopFields(response->get().base());
   response->get().keep_alive(client_keeps);
+  status = static_cast<int>(response->get().result_int());
   bool client_stopped_reading = false;
   ec = co_await RelayBody(client, upstream, upstream_buffer, *response, idle_timeout,
                           client_stopped_reading);

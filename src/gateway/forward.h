@@ -67,12 +67,13 @@ asio::awaitable<UpstreamAnswer> ForwardBuffered(UpstreamPool& pool,
 // upstream's answer back to `client`; `idle_timeout` bounds each read and write. Answers 502 or
 // 504 (problem+json) itself when the upstream fails before its answer began. Returns true when the
 // client connection may carry another request; never when `may_keep_alive` is false (the gateway
-// closes the connection after this answer, which then says Connection: close).
+// closes the connection after this answer, which then says Connection: close). `*sent_status`
+// (when given) is set to the status of the answer begun to the client, 0 when none was.
 asio::awaitable<bool> RelayPassThrough(idem::http::Stream& client,
                                        beast::flat_buffer& client_buffer,
                                        http::request_parser<http::buffer_body>& parser,
                                        UpstreamPool& pool, Millis idle_timeout,
-                                       bool may_keep_alive);
+                                       bool may_keep_alive, int* sent_status = nullptr);
 
 // Whether a connection to the upstream can be made now (or an idle one is alive), within
 // `timeout`; the reason when not.

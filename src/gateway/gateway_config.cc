@@ -1,6 +1,7 @@
 #include "gateway/gateway_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -169,18 +170,44 @@ const Route* FindRoute(const GatewayConfig& config, std::string_view method,
                        std::string_view target) {
   static const Route kOptional{};
   static const Route kRequired{.key_required = true};
-  if (config.routes.empty()) {
-    const Route& route = config.require_key ? kRequired : kOptional;
-    return std::find(route.methods.begin(), route.methods.end(), method) != route.methods.end()
-               ? &route
-               : nullptr;
-  }
+  const Route& top = config.require_key ? kRequired : kOptional;
+  bool covered = false;
   for (const Route& route : config.routes) {
     if (!StartsWith(target, route.path_prefix)) continue;
+    covered = true;
     if (std::find(route.methods.begin(), route.methods.end(), method) != route.methods.end())
       return &route;
   }
-  return nullptr;
+  if (covered || (!config.routes.empty() && config.unmatched == Unmatched::kPass)) return nullptr;
+  return std::find(top.methods.begin(), top.methods.end(), method) != top.methods.end() ? &top
+                                                                                        : nullptr;
+}
+
+namespace {
+
+std::string DescribeGuard(const Route& route) {
+  return fmt::format(
+      "guarded (key from {} {}, {})",
+      route.key_source == KeySource::kJsonPointer ? "JSON pointer" : "header",
+      route.key_source == KeySource::kJsonPointer ? route.key_pointer : route.key_header,
+      route.key_required ? "required" : "optional");
+}
+
+}  // namespace
+
+std::string DescribeRouting(const GatewayConfig& config) {
+  const Route top{.key_required = config.require_key};
+  std::vector<std::string> parts;
+  for (const Route& route : config.routes)
+    parts.push_back(fmt::format("{} {} {}", fmt::join(route.methods, ", "), route.path_prefix,
+                                DescribeGuard(route)));
+  const std::string others = config.routes.empty() ? "every path" : "every other path";
+  if (!config.routes.empty() && config.unmatched == Unmatched::kPass)
+    parts.push_back(others + " passes through unguarded (unmatched = \"pass\")");
+  else
+    parts.push_back(
+        fmt::format("{} on {} {}", fmt::join(top.methods, ", "), others, DescribeGuard(top)));
+  return fmt::format("{}", fmt::join(parts, "; "));
 }
 
 OutcomeClass ClassifyOutcome(const Route& route, int status) {
@@ -251,6 +278,7 @@ std::vector<std::string> RestartSettingsChanged(const GatewayConfig& a, const Ga
   check("max_pending_bytes", a.max_pending_bytes == b.max_pending_bytes);
   check("recover_interval", a.recover_interval == b.recover_interval);
   check("recover_attempts", a.recover_attempts == b.recover_attempts);
+  check("log_format", a.log_format == b.log_format);
   return changed;
 }
 

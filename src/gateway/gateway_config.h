@@ -80,6 +80,13 @@ struct Route {
   bool operator==(const Route&) const = default;
 };
 
+// What a request gets whose path no route's path_prefix covers, when routes are configured (the
+// config file's `unmatched`).
+enum class Unmatched {
+  kGuard,  // the top-level guard, as with no routes (POST and PATCH, require_key) (default)
+  kPass,   // passes through unguarded: only the routes' paths are guarded
+};
+
 struct GatewayConfig {
   std::string listen;    // HOST:PORT the proxy listens on. Required.
   std::string upstream;  // http(s)://HOST:PORT[/prefix] requests are forwarded to. Required.
@@ -116,10 +123,16 @@ struct GatewayConfig {
   int max_pending_outcomes = 10000;
   int64_t max_pending_bytes = 64 << 20;
   std::vector<Route> routes;  // first match wins; empty: one default route
+  // Requests on paths no route covers: guarded by the default route unless the file says "pass".
+  Unmatched unmatched = Unmatched::kGuard;
   // The completer (routes with `recover`): how often each gateway looks for lapsed claims, and
   // the most recovery attempts one key gets before it is recorded failed_final.
   Millis recover_interval = 5s;
   int recover_attempts = 10;
+  // How the process logs, from the config file (empty: not set there); --log-format and
+  // --log-level win over them. log_level reloads; log_format only a restart applies.
+  std::string log_format;  // "text" or "json"
+  std::string log_level;   // trace, debug, info, warning (or warn), error, critical, off
   // --allow-faults (command line only): routes may lose or delay answers on purpose. Without it
   // a route that sets lose_answer_fraction or delay_answer_fraction is refused (ValidateConfig).
   bool allow_faults = false;
@@ -127,9 +140,18 @@ struct GatewayConfig {
 
 // Returns the route guarding `method` and `target`, or nullptr when the request passes through.
 // With no routes configured, the default Route (POST and PATCH, every path) applies, with
-// key_required from config.require_key.
+// key_required from config.require_key. With routes, a target some route's path_prefix covers is
+// decided by the routes alone (the first whose prefix and methods match; none: pass through); any
+// other target gets the default Route too, unless config.unmatched is kPass. Adding a route never
+// unguards the paths it does not name.
 const Route* FindRoute(const GatewayConfig& config, std::string_view method,
                        std::string_view target);
+
+// Returns one line saying which requests are guarded and which pass through, route by route and
+// for every other path, e.g. "POST /webhooks guarded (key from header webhook-id, required);
+// POST, PATCH on every other path guarded (key from header Idempotency-Key, optional)". Logged
+// at start and at each reload.
+std::string DescribeRouting(const GatewayConfig& config);
 
 // Returns the class of an upstream `status` on `route`: the retry toolkit's default rules
 // (OutcomeClassifier), overridden by 409 transient, then by the route's final statuses, then by

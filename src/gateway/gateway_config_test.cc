@@ -148,6 +148,46 @@ TEST(FindRoute, FirstMatchingRouteWins) {
   EXPECT_EQ(FindRoute(c, "GET", "/a"), nullptr);
 }
 
+TEST(FindRoute, PathsNoRouteCoversKeepTheTopLevelGuardUnlessUnmatchedIsPass) {
+  GatewayConfig c = Minimal();
+  c.require_key = true;
+  c.routes = {{.methods = {"POST"}, .path_prefix = "/webhooks", .key_header = "webhook-id"}};
+  EXPECT_EQ(FindRoute(c, "POST", "/webhooks/stripe"), &c.routes[0]);
+  // The route's path, another method: decided by the routes alone, so it passes through.
+  EXPECT_EQ(FindRoute(c, "PATCH", "/webhooks/stripe"), nullptr);
+  const Route* other = FindRoute(c, "POST", "/charges");
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->path_prefix, "/");
+  EXPECT_TRUE(other->key_required);
+  EXPECT_EQ(other->key_header, "Idempotency-Key");
+  EXPECT_NE(FindRoute(c, "PATCH", "/charges/1"), nullptr);
+  EXPECT_EQ(FindRoute(c, "GET", "/charges"), nullptr);
+  c.unmatched = Unmatched::kPass;
+  EXPECT_EQ(FindRoute(c, "POST", "/charges"), nullptr);
+  EXPECT_EQ(FindRoute(c, "POST", "/webhooks/stripe"), &c.routes[0]);
+}
+
+TEST(DescribeRouting, NamesEachRouteAndEveryOtherPath) {
+  GatewayConfig c = Minimal();
+  EXPECT_EQ(DescribeRouting(c),
+            "POST, PATCH on every path guarded (key from header Idempotency-Key, optional)");
+  c.routes = {
+      {.methods = {"POST"},
+       .path_prefix = "/webhooks",
+       .key_required = true,
+       .key_header = "webhook-id"},
+      {.path_prefix = "/events", .key_source = KeySource::kJsonPointer, .key_pointer = "/id"}};
+  EXPECT_EQ(DescribeRouting(c),
+            "POST /webhooks guarded (key from header webhook-id, required); POST, PATCH /events "
+            "guarded (key from JSON pointer /id, optional); POST, PATCH on every other path "
+            "guarded (key from header Idempotency-Key, optional)");
+  c.unmatched = Unmatched::kPass;
+  c.routes.pop_back();
+  EXPECT_EQ(DescribeRouting(c),
+            "POST /webhooks guarded (key from header webhook-id, required); every other path "
+            "passes through unguarded (unmatched = \"pass\")");
+}
+
 TEST(ClassifyOutcome, DefaultsPlus409TransientThenRouteOverrides) {
   Route r;
   EXPECT_EQ(ClassifyOutcome(r, 201), OutcomeClass::kCompleted);

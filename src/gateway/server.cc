@@ -237,8 +237,8 @@ absl::Status ServerImpl::Reload(const GatewayConfig& next) {
   const std::vector<std::string> changed = RestartSettingsChanged(*running, next);
   if (!changed.empty())
     return absl::FailedPreconditionError(
-        fmt::format("{} changed, which only a restart applies (a reload swaps the routes and "
-                    "require_key)",
+        fmt::format("{} changed, which only a restart applies (a reload swaps the routes, "
+                    "unmatched and require_key)",
                     fmt::join(changed, ", ")));
   ctx_.rules.store(std::make_shared<const GatewayConfig>(next));
   return absl::OkStatus();

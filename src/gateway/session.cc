@@ -135,7 +135,18 @@ struct Outcome {
   int status = 0;
   const Route* route = nullptr;  // the route that guarded the request, for the log line
   std::string key;               // its key, for the log line (only when it is written)
+  // The settings `route` belongs to, kept until the line is logged: a reload meanwhile frees them.
+  std::shared_ptr<const GatewayConfig> rules;
 };
+
+// Whether `outcome` is an upstream failure, logged at warning whatever the level: the upstream
+// unreachable, too slow or garbled (502, 504), or a 5xx answer forwarded (guarded or not).
+bool IsUpstreamFailure(const Outcome& outcome) {
+  if (outcome.decision == Decision::kUpstreamError) return true;
+  return outcome.status >= 500 &&
+         (outcome.decision == Decision::kExecuted || outcome.decision == Decision::kTransient ||
+          outcome.decision == Decision::kPassThrough);
+}
 
 // Reads the body of a guarded request, then claims, forwards and records it. `headers` are the
 // head's, as the head decision saw them. Unless `may_keep_alive`, the answer closes the connection.
@@ -229,7 +240,7 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
       .method = head.get().method_string(), .target = head.get().target(), .headers = &headers};
   // The routes this request is decided by, kept to its end: a reload (SIGHUP) meanwhile applies
   // to later requests only.
-  const std::shared_ptr<const GatewayConfig> snapshot = ctx.rules.load();
+  std::shared_ptr<const GatewayConfig> snapshot = ctx.rules.load();
   const GatewayConfig& rules = snapshot != nullptr ? *snapshot : ctx.config;
   const HeadDecision decision =
       unreadable.ok() ? DecideHead(rules, view)
@@ -244,22 +255,27 @@ asio::awaitable<Outcome> HandleRequest(GatewayContext& ctx, UpstreamPool& pool, 
       co_await MeetExpectContinue(stream, buffer, head, ctx.config.body_timeout);
       http::request_parser<http::buffer_body> relay(std::move(head));
       relay.body_limit(boost::none);
+      int status = 0;
       const bool keep =
           co_await RelayPassThrough(stream, buffer, relay, pool, ctx.config.upstream_timeout,
-                                    may_keep_alive && !ctx.draining);
+                                    may_keep_alive && !ctx.draining, &status);
       if (!keep) co_await Linger(stream);
-      co_return Outcome{keep, Decision::kPassThrough, 0};
+      co_return Outcome{keep, Decision::kPassThrough, status};
     }
     case HeadDecision::Kind::kGuard:
       break;
   }
-  co_return co_await HandleGuarded(ctx, pool, stream, buffer, head, std::move(headers), rules,
-                                   *decision.route, id, may_keep_alive);
+  Outcome outcome = co_await HandleGuarded(ctx, pool, stream, buffer, head, std::move(headers),
+                                           rules, *decision.route, id, may_keep_alive);
+  outcome.rules = std::move(snapshot);
+  co_return outcome;
 }
 
+// Logs one request's line: at debug, or at warning for an upstream failure (then also naming
+// the route in a text line; a JSON line has its route member).
 void LogRequest(const std::string& id, std::string_view method, std::string_view target,
                 const Outcome& outcome, SteadyClock::duration took) {
-  spdlog::debug(RequestLogLine(
+  std::string line = RequestLogLine(
       {.request_id = id,
        .method = method,
        .target = target,
@@ -267,7 +283,16 @@ void LogRequest(const std::string& id, std::string_view method, std::string_view
        .decision = DecisionName(outcome.decision),
        .status = outcome.status,
        .milliseconds = std::chrono::duration<double, std::milli>(took).count(),
-       .key = outcome.key}));
+       .key = outcome.key});
+  if (!IsUpstreamFailure(outcome)) {
+    spdlog::debug("{}", line);
+    return;
+  }
+  if (CurrentLogFormat() == LogFormat::kText)
+    line += outcome.route != nullptr
+                ? " (upstream failure, route " + outcome.route->path_prefix + ")"
+                : std::string(" (upstream failure, passed through)");
+  spdlog::warn("{}", line);
 }
 
 }  // namespace
@@ -317,6 +342,7 @@ asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool,
     ClientConnections::Entry& entry;
     ~Unlist() { connections.Remove(entry); }
   } unlist{connections, entry};
+  std::string method, target;
   for (int served = 0; !ctx.draining; ++served) {
     http::request_parser<http::empty_body> head;
     head.header_limit(kHeaderLimit);
@@ -339,14 +365,11 @@ asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool,
     const auto start = SteadyClock::now();
     ctx.in_flight.BeginRequest();
     const std::string id = RequestId(head.get().base());
-    // Copied for the log line only when it is written: the request is moved on below.
+    // Copied for the log line (at debug, or for an upstream failure's warning): the request is
+    // moved on below. The strings are the connection's, so only a longer target allocates.
     const bool log = spdlog::should_log(spdlog::level::debug);
-    std::string method;
-    std::string target;
-    if (log) {
-      method = std::string(head.get().method_string());
-      target = std::string(head.get().target());
-    }
+    method.assign(head.get().method_string());
+    target.assign(head.get().target());
     // The last request a connection may carry is answered with Connection: close: a client told
     // so opens a new connection for its next request instead of sending it into a closed one.
     const bool last = served + 1 >= ctx.config.max_requests_per_connection;
@@ -354,7 +377,8 @@ asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool,
     ctx.in_flight.EndRequest();
     ctx.metrics.Count(outcome.decision);
     ctx.metrics.request_seconds.Observe(SteadyClock::now() - start);
-    if (log) LogRequest(id, method, target, outcome, SteadyClock::now() - start);
+    if (log || IsUpstreamFailure(outcome))
+      LogRequest(id, method, target, outcome, SteadyClock::now() - start);
     if (!outcome.keep_alive) break;
   }
   stream.Close();

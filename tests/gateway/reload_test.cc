@@ -41,7 +41,8 @@ class ReloadE2E : public GatewayFixture {
 };
 
 TEST_F(ReloadE2E, ARouteAddedBySighupGuardsTheNextRequestAndNoConnectionIsDropped) {
-  Start(std::string(kHead) + "[[route]]\npath_prefix = \"/other\"\n");
+  // Paths no route covers pass through (unmatched = "pass"), /charges among them.
+  Start(std::string(kHead) + "unmatched = \"pass\"\n[[route]]\npath_prefix = \"/other\"\n");
   RawConnection kept(port_);
   ASSERT_NE(KeepAliveRequest(kept, "before").find("201 Created"), std::string::npos);
   // /charges is not guarded yet: the same key runs twice.
