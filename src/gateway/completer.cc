@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "gateway/guard_outcome.h"
+#include "gateway/log_format.h"
 #include "gateway/problem_json.h"
 #include "gateway/recovery_note.h"
 #include "gateway/request_decision.h"
@@ -95,8 +96,8 @@ asio::awaitable<bool> Write(GatewayContext& ctx, KeyOp op, std::string_view what
   const std::string key = op.scope.key;
   KeyOpResult r = co_await AwaitKeyOp(ctx, std::move(op));
   if (!r.status.ok())
-    spdlog::warn("recovery of key '{}': {} was not written ({}); a later pass tries again", key,
-                 what, r.status.ToString());
+    spdlog::warn("recovery of key {}: {} was not written ({}); a later pass tries again",
+                 LoggedKey(key), what, r.status.ToString());
   co_return r.status.ok();
 }
 
@@ -165,8 +166,8 @@ class Completer {
       co_return;
     }
     ctx_.metrics.recovery_attempts.fetch_add(1, std::memory_order_relaxed);
-    spdlog::info("recovering key '{}' (fence {}, attempt {} of {}, {})", record.scope.key, fence,
-                 note.attempts, ctx_.config.recover_attempts,
+    spdlog::info("recovering key {} (fence {}, attempt {} of {}, {})", LoggedKey(record.scope.key),
+                 fence, note.attempts, ctx_.config.recover_attempts,
                  route.recover == RecoverMode::kResend ? "resend" : "status");
     Verdict verdict = co_await Ask(route, record.scope.key, note, fence);
     co_await Settle(record.scope, fence, note.attempts, std::move(verdict));
@@ -194,7 +195,8 @@ class Completer {
         op.kind = done ? KeyOp::Kind::kComplete : KeyOp::Kind::kFailFinal;
         op.response = std::move(verdict.stored);
         if (co_await Write(ctx_, std::move(op), "its outcome")) {
-          spdlog::info("recovered key '{}': recorded {}", scope.key, done ? "completed" : "failed");
+          spdlog::info("recovered key {}: recorded {}", LoggedKey(scope.key),
+                       done ? "completed" : "failed");
           ctx_.metrics.CountRecovered(done ? Metric::kCompleted : Metric::kFailedFinal);
         }
         co_return;
@@ -202,7 +204,8 @@ class Completer {
       case Verdict::Kind::kRelease:
         op.kind = KeyOp::Kind::kRelease;
         if (co_await Write(ctx_, std::move(op), "its release")) {
-          spdlog::info("recovered key '{}': the effect never happened, key released", scope.key);
+          spdlog::info("recovered key {}: the effect never happened, key released",
+                       LoggedKey(scope.key));
           ctx_.metrics.CountRecovered(Metric::kReleased);
         }
         co_return;
@@ -217,16 +220,16 @@ class Completer {
           "have taken effect: check with the service before sending it again with a new key",
           attempts, verdict.why));
       if (co_await Write(ctx_, std::move(op), "its failed_final outcome")) {
-        spdlog::warn("recovery of key '{}' gave up after {} attempts: {}", scope.key, attempts,
-                     verdict.why);
+        spdlog::warn("recovery of key {} gave up after {} attempts: {}", LoggedKey(scope.key),
+                     attempts, verdict.why);
         ctx_.metrics.CountRecovered(Metric::kExhausted);
       }
       co_return;
     }
     // Held until the backoff ends: then the lease lapses and any gateway's pass tries again.
     const Millis wait = BackoffAfter(ctx_.config, attempts, rng_);
-    spdlog::info("recovery of key '{}': {}; asking again in about {} ms", scope.key, verdict.why,
-                 wait.count());
+    spdlog::info("recovery of key {}: {}; asking again in about {} ms", LoggedKey(scope.key),
+                 verdict.why, wait.count());
     op.kind = KeyOp::Kind::kHeartbeat;
     op.lease = wait;
     co_await Write(ctx_, std::move(op), "its backoff");

@@ -87,5 +87,79 @@ TEST_F(JsonLogE2E, EveryLineIsAJsonObjectAndNoKeyIsInClear) {
   EXPECT_EQ(passed, 1);
 }
 
+// The completer's lines (issue 37, item 8): a gateway on JSON logs recovers a killed gateway's
+// keys (a resend that completes, a status ask that releases, a resend that backs off and then
+// gives up), and names each key only by its hash.
+class JsonLogRecoveryE2E : public JsonLogE2E {
+ protected:
+  JsonLogRecoveryE2E() { charges_flags_ = {"--dedupe-keys"}; }
+};
+
+TEST_F(JsonLogRecoveryE2E, CompleterLinesNameKeysOnlyByHash) {
+  const std::string config = Config(R"(
+lease = "2s"
+upstream_timeout = "1s"
+recover_interval = "500ms"
+recover_attempts = 2
+
+[[route]]
+path_prefix = "/charges"
+recover = "resend"
+
+[[route]]
+path_prefix = "/pay"
+recover = "status"
+status_url = "/charges/by-key/{key}"
+)");
+  StartGateway({"--config", config});
+  const int port = FreePort(), admin = FreePort();
+  const std::string log = dir_ + "/idem-json.log";
+  std::unique_ptr<Child> b =
+      Spawn(port, admin, {"--config", config, "--log-format", "json"}, Upstream(), log);
+  ASSERT_TRUE(b->Running()) << ReadFile(log);
+
+  const std::string resent = "json-recover-resent-key-1", released = "json-recover-released-key-2",
+                    poison = "json-recover-poison-key-3";
+  std::vector<std::thread> clients;
+  clients.emplace_back([&] { Post(resent, kBody, {{"X-Charges-Delay-Ms", "600"}}); });
+  clients.emplace_back([&] {
+    Post(released, kBody, {{"X-Charges-Delay-Ms", "600"}, {"X-Charges-Status", "503"}}, "/pay");
+  });
+  clients.emplace_back([&] {
+    Post(poison, kBody, {{"X-Charges-Delay-Ms", "300"}, {"X-Charges-Status", "503"}});
+  });
+  ASSERT_TRUE(Eventually([&] { return Stat("calls") == 3; }));
+  gateway_->Signal(SIGKILL);
+  ASSERT_EQ(gateway_->Wait(std::chrono::seconds(10)), 128 + SIGKILL);
+  for (std::thread& t : clients) t.join();
+  for (const char* result : {"completed", "released", "exhausted"}) {
+    const std::string name = std::string("idem_recovered_keys_total{result=\"") + result + "\"}";
+    EXPECT_TRUE(Eventually(
+        [&] { return MetricValue(Send(admin, "GET", "/metrics").body, name) == 1; }))
+        << name;
+  }
+  b->Signal(SIGTERM);
+  ASSERT_EQ(b->Wait(std::chrono::seconds(30)), 0);
+
+  const std::string text = ReadFile(log);
+  int recovering = 0, recovered = 0, backoff = 0, gave_up = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    for (const std::string& key : {resent, released, poison}) {
+      EXPECT_EQ(line.find(key), std::string::npos) << line;
+      const std::string hashed = "key sha256:" + Sha256Hex(key).substr(0, 16);
+      if (line.find(hashed) == std::string::npos) continue;
+      if (line.find("recovering " + hashed) != std::string::npos) ++recovering;
+      if (line.find("recovered " + hashed) != std::string::npos) ++recovered;
+      if (line.find("asking again") != std::string::npos) ++backoff;
+      if (line.find("gave up") != std::string::npos) ++gave_up;
+    }
+  }
+  EXPECT_EQ(recovering, 4) << text;  // the resend, the ask, and the poison's two attempts
+  EXPECT_EQ(recovered, 2) << text;
+  EXPECT_EQ(backoff, 1) << text;
+  EXPECT_EQ(gave_up, 1) << text;
+}
+
 }  // namespace
 }  // namespace idem::e2e
