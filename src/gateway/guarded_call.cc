@@ -31,12 +31,14 @@ using asio::experimental::awaitable_operators::operator||;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr Millis kWaitPoll = 50ms;  // a waiting duplicate looks again this often
 
-GuardedAnswer StoreFailure(const absl::Status& status) {
-  const Decision decision =
-      absl::IsInvalidArgument(status) ? Decision::kInvalid : Decision::kStoreUnavailable;
-  if (decision == Decision::kStoreUnavailable)
-    spdlog::error("key store failed: {}; answering 503, nothing forwarded", status.ToString());
-  return {ProblemResponse(ProblemFor(status, Origin::kStore)), decision};
+// A store's words (which may name its user, host, port and database) go to the log only, under
+// the request's id; its client gets a generic 503 naming that id (issue 37, item 10).
+GuardedAnswer StoreFailure(const absl::Status& status, const std::string& request_id) {
+  if (absl::IsInvalidArgument(status))
+    return {ProblemResponse(ProblemFor(status, Origin::kStore)), Decision::kInvalid};
+  spdlog::error("{}: key store failed: {}; answering 503, nothing forwarded", request_id,
+                status.ToString());
+  return {ProblemResponse(StoreUnavailableProblem(request_id)), Decision::kStoreUnavailable};
 }
 
 // The answer from a finished outcome: its replay, or 422 when it belongs to another request.
@@ -80,7 +82,8 @@ asio::awaitable<std::optional<GuardedAnswer>> WaitForHolder(GatewayContext& ctx,
                                                             const GuardedRequest& guarded,
                                                             const KeyOpResult& claim,
                                                             Steady::time_point sent,
-                                                            Steady::time_point wait_until) {
+                                                            Steady::time_point wait_until,
+                                                            const std::string& request_id) {
   Steady::time_point lapse = LeaseEndOf(sent, claim.record.lease_until_ms, claim.now_ms);
   int64_t known_until = claim.record.lease_until_ms;
   asio::steady_timer timer(co_await asio::this_coro::executor);
@@ -94,7 +97,7 @@ asio::awaitable<std::optional<GuardedAnswer>> WaitForHolder(GatewayContext& ctx,
     KeyOp op{.kind = KeyOp::Kind::kGet, .scope = guarded.scope};
     KeyOpResult got = co_await AwaitKeyOp(ctx, std::move(op));
     if (absl::IsNotFound(got.status)) co_return std::nullopt;
-    if (!got.status.ok()) co_return StoreFailure(got.status);
+    if (!got.status.ok()) co_return StoreFailure(got.status, request_id);
     if (std::optional<GuardedAnswer> answer = FromRecord(ctx, guarded, got.record))
       co_return answer;
     if (got.record.fence != claim.record.fence) co_return std::nullopt;
@@ -248,7 +251,7 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
     if (absl::IsUnavailable(claim.status) || absl::IsDeadlineExceeded(claim.status)) {
       std::optional<KeyRecord> ours = co_await ResolveClaim(ctx, guarded, OwnerOf(ctx, request_id),
                                                             sent + ctx.config.record_wait);
-      if (!ours.has_value()) co_return StoreFailure(claim.status);
+      if (!ours.has_value()) co_return StoreFailure(claim.status, request_id);
       spdlog::info(
           "{}: the claim of key {} was applied although the store reported {}; "
           "carrying on with fence {}",
@@ -257,7 +260,7 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
       co_return co_await Execute(ctx, pool, route, guarded, ours->fence, sent + ctx.config.lease,
                                  std::move(request));
     }
-    if (!claim.status.ok()) co_return StoreFailure(claim.status);
+    if (!claim.status.ok()) co_return StoreFailure(claim.status, request_id);
     const ClaimDecision decision =
         DecideClaim(claim.claimed, claim.record, guarded.fingerprint, claim.now_ms);
     switch (decision.kind) {
@@ -279,7 +282,7 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
     if (Steady::now() >= wait_until)
       co_return GuardedAnswer{InFlightResponse(decision.retry_after_seconds), Decision::kInFlight};
     std::optional<GuardedAnswer> waited =
-        co_await WaitForHolder(ctx, guarded, claim, sent, wait_until);
+        co_await WaitForHolder(ctx, guarded, claim, sent, wait_until, request_id);
     if (waited.has_value()) co_return *std::move(waited);
   }
 }

@@ -73,12 +73,24 @@ Problem ProblemFor(const absl::Status& status, Origin origin) {
                      "the same idempotency key"};
 }
 
+Problem StoreUnavailableProblem(std::string_view request_id) {
+  return Problem{.status = 503,
+                 .type = std::string(kTypeBase) + "store-unavailable",
+                 .title = "Idempotency store unavailable",
+                 .detail = "the idempotency store did not take this request's key (the gateway's "
+                           "log says why, under this request_id); nothing was forwarded: retry "
+                           "later with the same idempotency key",
+                 .retry_after_seconds = 1,
+                 .request_id = std::string(request_id)};
+}
+
 std::string ProblemBody(const Problem& problem) {
   boost::json::object doc;
   doc["type"] = problem.type;
   doc["title"] = problem.title;
   doc["status"] = problem.status;
   doc["detail"] = problem.detail;
+  if (problem.request_id.has_value()) doc["request_id"] = *problem.request_id;
   return boost::json::serialize(doc);
 }
 

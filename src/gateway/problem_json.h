@@ -33,6 +33,9 @@ struct Problem {
   std::string title;   // the same for every occurrence of the type
   std::string detail;  // this occurrence, for a person: what happened and what to do
   std::optional<int> retry_after_seconds;  // sent as Retry-After when set
+  // An extension member "request_id" when set: the id under which the gateway's log tells what
+  // the detail does not (a store's own words, which may name its user, host and database).
+  std::optional<std::string> request_id;
 };
 
 // Returns the problem for `status` (not OK) that arose at `origin`: the one table.
@@ -42,6 +45,12 @@ struct Problem {
 //   upstream Unavailable 502, DeadlineExceeded 504, DataLoss/InvalidArgument 502 (bad answer)
 //   anything else: 500, with a detail that does not leak internals.
 Problem ProblemFor(const absl::Status& status, Origin origin);
+
+// Returns the 503 store-unavailable problem a client gets whenever the key store failed (down,
+// busy, full, read-only, corrupt, unexpected): a generic detail and `request_id`, never the
+// store's words (they may name its user, host, port and database); the caller logs those under
+// `request_id`.
+Problem StoreUnavailableProblem(std::string_view request_id);
 
 // Returns the problem document as JSON text.
 std::string ProblemBody(const Problem& problem);

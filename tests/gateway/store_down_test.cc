@@ -136,6 +136,42 @@ TEST_F(StoreDownE2E, StoppedServerIs503WithRetryAfterAndNothingIsForwarded) {
   EXPECT_EQ(Post("before").Header("Idempotent-Replayed"), "true");
   EXPECT_EQ(Stat("calls"), 2);
 }
+
+// Issue 37, item 10: the 503 of a stopped server names neither the server nor its user, port or
+// database; it carries the request's id, under which the gateway's log has the store's words.
+TEST_F(StoreDownE2E, StoppedServersWordsGoToTheLogAndItsClientGetsARequestId) {
+  StartGateway({"--lock-timeout", "1s"});
+  ASSERT_EQ(Post("before").status, 201);
+  ASSERT_TRUE(Fixture("pause"));
+  const Response named = Post("down-named", kBody, {{"X-Request-Id", "store-down-4711"}});
+  const Response unnamed = Post("down-unnamed");
+  ASSERT_TRUE(Fixture("resume"));
+  // postgresql://USER@HOST:PORT/DB?options=...: each part, as the store's words would name it.
+  const size_t at = store_.find('@'), colon = store_.find(':', at), slash = store_.find('/', at);
+  ASSERT_TRUE(at != std::string::npos && colon < slash && slash != std::string::npos) << store_;
+  const std::string user = store_.substr(store_.find("//") + 2, at - store_.find("//") - 2);
+  const std::string host = store_.substr(at + 1, colon - at - 1);
+  const std::string port = store_.substr(colon + 1, slash - colon - 1);
+  const std::string db = store_.substr(slash + 1, store_.find('?', slash) - slash - 1);
+  for (const Response* r : {&named, &unnamed}) {
+    ExpectStoreUnavailable(*r);
+    for (const std::string& secret :
+         {user + "@", host, ":" + port, "/" + db, std::string("Postgre")})
+      EXPECT_EQ(r->body.find(secret), std::string::npos) << secret << " in " << r->body;
+  }
+  EXPECT_NE(named.body.find("\"request_id\":\"store-down-4711\""), std::string::npos) << named.body;
+  const size_t id_at = unnamed.body.find("\"request_id\":\"");
+  ASSERT_NE(id_at, std::string::npos) << unnamed.body;
+  const std::string id =
+      unnamed.body.substr(id_at + 14, unnamed.body.find('"', id_at + 14) - id_at - 14);
+  ASSERT_FALSE(id.empty()) << unnamed.body;
+  for (const std::string& logged : {std::string("store-down-4711"), id}) {
+    const size_t line = Log().find(logged + ": key store failed: ");
+    ASSERT_NE(line, std::string::npos) << logged << " not logged:\n" << Log();
+    EXPECT_NE(Log().find("PostgreSQL", line), std::string::npos) << Log();
+  }
+  EXPECT_EQ(Stat("calls"), 1);  // nothing was forwarded
+}
 #endif
 
 }  // namespace
