@@ -163,6 +163,63 @@ TEST_F(IdemKeys, ShowPrintsTheRecordAndItsStoredResponse) {
   EXPECT_NE(absent.err.find("no live record"), std::string::npos) << absent.err;
 }
 
+// Issue 37, item 11: an in_progress claim of a route with `recover` keeps the request as its note
+// (docs/gateway.md); show prints its method, path, header names and sizes, and never a credential,
+// a withheld header's value, the query or the body.
+TEST_F(IdemKeys, ShowPrintsAClaimsNoteWithoutItsCredentialsQueryOrBody) {
+  const std::string secret = "Bearer sk_live_note_4711";
+  // The note in its stored form (src/gateway/recovery_note.h, persisted).
+  const StoredResponse note{1,
+                            {{":idem-note", "1"},
+                             {":method", "POST"},
+                             {":target", "/charges?token=q-secret-0815"},
+                             {":attempts", "2"},
+                             {"Content-Type", "application/json"},
+                             {"Authorization", secret},
+                             {"Cookie", "session=c-secret-0816"},
+                             {"X-Api-Key", "k-secret-0817"}},
+                            "{\"card\":\"b-secret-0818\"}"};
+  clock_.Set(SystemClock().NowMillis());
+  LeaseWrite claim{.kind = LeaseWrite::Kind::kClaim,
+                   .scope = {"acme", "order-n"},
+                   .fingerprint = kFingerprint,
+                   .owner = "gw/req-1",
+                   .lease = 1h,
+                   .response = note};
+  absl::StatusOr<std::vector<LeaseWriteResult>> wrote = store_->ApplyLeaseBatch({&claim, 1});
+  ASSERT_TRUE(wrote.ok() && (*wrote)[0].claimed) << wrote.status();
+  CallRun text = Keys({"show", "--tenant", "acme", "order-n"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("state:       in_progress"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(2 recovery attempts so far)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("request:     POST /charges (query of 19 bytes withheld)\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("Content-Type: application/json\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Authorization: (24 bytes withheld)\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("X-Api-Key: (13 bytes withheld)\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("body:        24 bytes (withheld)\n"), std::string::npos) << text.out;
+  CallRun json = Keys({"show", "--tenant", "acme", "order-n", "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const boost::json::value v = boost::json::parse(json.out);
+  const boost::json::value& n = v.at("note");
+  EXPECT_EQ(n.at("method").as_string(), "POST");
+  EXPECT_EQ(n.at("path").as_string(), "/charges");
+  EXPECT_EQ(n.at("query_bytes").as_int64(), 19);
+  EXPECT_EQ(n.at("attempts").as_int64(), 2);
+  EXPECT_EQ(n.at("body_bytes").as_int64(), 24);
+  const boost::json::array& headers = n.at("headers").as_array();
+  ASSERT_EQ(headers.size(), 4u) << json.out;
+  EXPECT_EQ(headers[0].as_array()[1].as_string(), "application/json");
+  for (size_t i = 1; i < headers.size(); ++i)
+    EXPECT_TRUE(headers[i].as_array()[1].is_null()) << json.out;
+  for (const std::string& out : {text.out, json.out}) {
+    for (const char* withheld :
+         {"sk_live_note_4711", "q-secret-0815", "c-secret-0816", "k-secret-0817", "b-secret-0818"})
+      EXPECT_EQ(out.find(withheld), std::string::npos) << withheld << " printed:\n" << out;
+  }
+}
+
 TEST_F(IdemKeys, PurgeDeletesButRefusesAKeyInFlightWithoutForce) {
   Put("acme", "done", KeyState::kCompleted, 2h);
   Put("acme", "busy", KeyState::kInProgress, 1min);
