@@ -8,13 +8,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
 #include <memory>
 #include <optional>
 #include <random>
 #include <utility>
 
+#include "gateway/answer_verdict.h"
 #include "gateway/guard_outcome.h"
+#include "gateway/lapsed_key.h"
 #include "gateway/log_format.h"
 #include "gateway/problem_json.h"
 #include "gateway/recovery_note.h"
@@ -28,59 +29,6 @@ namespace {
 using Metric = Metrics::Recovered;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr int64_t kPage = 500;  // lapsed claims read per List call
-
-// What one attempt learnt from the upstream.
-struct Verdict {
-  enum class Kind { kComplete, kFailFinal, kRelease, kLater };
-  Kind kind = Kind::kLater;
-  StoredResponse stored;  // kComplete, kFailFinal
-  std::string why;        // kLater: what the attempt got, for the log and the final problem
-};
-
-// The request that asks a `status` route's upstream whether the effect of `key` happened.
-http::request<http::string_body> StatusRequest(const Route& route, const RecoveryNote& note,
-                                               const std::string& key) {
-  std::string target = route.status_url;
-  const std::string encoded = PercentEncode(key);
-  for (size_t at = target.find("{key}"); at != std::string::npos;
-       at = target.find("{key}", at + encoded.size()))
-    target.replace(at, 5, encoded);
-  http::request<http::string_body> request{http::verb::get, target, 11};
-  // The original request's credentials and other fields go along; its body's do not.
-  for (const Header& h : note.headers) {
-    if (beast::iequals(h.name, "Content-Length") || beast::iequals(h.name, "Content-Type") ||
-        beast::iequals(h.name, "Content-Encoding") || beast::iequals(h.name, "Idempotency-Key"))
-      continue;
-    request.insert(h.name, h.value);
-  }
-  request.set("Idempotency-Key", FormatKeyHeader(key));
-  return request;
-}
-
-Verdict ResendVerdict(const Route& route, UpstreamAnswer answer) {
-  if (!answer.response.ok()) return {.why = answer.response.status().ToString()};
-  const int status = answer.response->status;
-  switch (ClassifyOutcome(route, status)) {
-    case OutcomeClass::kCompleted:
-      return {.kind = Verdict::Kind::kComplete, .stored = ToStored(*answer.response, route)};
-    case OutcomeClass::kFailedFinal:
-      return {.kind = Verdict::Kind::kFailFinal, .stored = ToStored(*answer.response, route)};
-    case OutcomeClass::kTransient:
-      break;
-  }
-  return {.why = fmt::format("the upstream answered {}, a transient status", status)};
-}
-
-Verdict StatusVerdict(const Route& route, UpstreamAnswer answer) {
-  if (!answer.response.ok()) return {.why = answer.response.status().ToString()};
-  const int status = answer.response->status;
-  if (status == 404) return {.kind = Verdict::Kind::kRelease};
-  if (status != 200)
-    return {.why = fmt::format("the status URL answered {}; only 200 or 404 settle a key", status)};
-  Verdict verdict{.kind = Verdict::Kind::kComplete, .stored = ToStored(*answer.response, route)};
-  if (route.recovered_status != 0) verdict.stored.status = route.recovered_status;
-  return verdict;
-}
 
 // How long a key waits after its `attempts`-th attempt got a transient answer: exponential from
 // the recover interval, capped at 32 intervals, with equal jitter.
@@ -121,9 +69,8 @@ class Completer {
 
  private:
   asio::awaitable<void> Pass() {
-    // The routes of now (a reload swaps them); a gateway with none that recovers reads nothing.
-    const std::shared_ptr<const GatewayConfig> rules = ctx_.rules.load();
-    if (!AnyRouteRecovers(*rules)) co_return;
+    // A gateway none of whose routes recovers (as of now: a reload swaps them) reads nothing.
+    if (!AnyRouteRecovers(*ctx_.rules.load())) co_return;
     KeyQuery query{.limit = kPage, .lapsed = true};
     for (;;) {
       // A blocking read, on the completer's own thread.
@@ -137,6 +84,9 @@ class Completer {
         if (ctx_.draining) co_return;
         std::optional<RecoveryNote> note = DecodeNote(record.response);
         if (!note.has_value()) continue;  // a route without recover, or an older idem's claim
+        // The routes of now, for each key: a reload during a pass (a corrected status_url) takes
+        // effect for the next key it touches. The snapshot lives until this key is settled.
+        const std::shared_ptr<const GatewayConfig> rules = ctx_.rules.load();
         const Route* route = FindRoute(*rules, note->method, note->target);
         if (route == nullptr || route->recover == RecoverMode::kOff) continue;
         co_await Recover(*route, record, *std::move(note));
@@ -169,29 +119,38 @@ class Completer {
     spdlog::info("recovering key {} (fence {}, attempt {} of {}, {})", LoggedKey(record.scope.key),
                  fence, note.attempts, ctx_.config.recover_attempts,
                  route.recover == RecoverMode::kResend ? "resend" : "status");
-    Verdict verdict = co_await Ask(route, record.scope.key, note, fence);
+    AnswerVerdict verdict = co_await Ask(route, record.scope.key, note, fence);
     co_await Settle(record.scope, fence, note.attempts, std::move(verdict));
   }
 
-  asio::awaitable<Verdict> Ask(const Route& route, const std::string& key, const RecoveryNote& note,
-                               int64_t fence) {
+  // Asks the upstream as the route's rule for a lapsed key says (ActionOnLapsedKey, the rule a
+  // client's takeover follows too) and judges its answer as every path does (answer_verdict.h).
+  asio::awaitable<AnswerVerdict> Ask(const Route& route, const std::string& key,
+                                     const RecoveryNote& note, int64_t fence) {
+    const bool resend = ActionOnLapsedKey(route) == LapsedKeyAction::kResend;
     http::request<http::string_body> request =
-        route.recover == RecoverMode::kResend ? RequestOf(note) : StatusRequest(route, note, key);
+        resend ? RequestOf(note) : StatusRequest(route, note, key);
     request.set(retry::kDeadlineHeader, retry::FormatDeadlineHeader(ctx_.config.upstream_timeout));
     // The completer's own fence, over the one the stored request went with.
     if (!route.fence_header.empty()) request.set(route.fence_header, std::to_string(fence));
     UpstreamAnswer answer =
         co_await ForwardBuffered(pool_, std::move(request), ctx_.config.upstream_timeout);
-    co_return route.recover == RecoverMode::kResend ? ResendVerdict(route, std::move(answer))
-                                                    : StatusVerdict(route, std::move(answer));
+    co_return resend ? VerdictOnAnswer(route, answer) : VerdictOnStatusAnswer(route, answer);
   }
 
-  asio::awaitable<void> Settle(const Scope& scope, int64_t fence, int attempts, Verdict verdict) {
+  asio::awaitable<void> Settle(const Scope& scope, int64_t fence, int attempts,
+                               AnswerVerdict verdict) {
     KeyOp op{.scope = scope, .fence = fence};
     switch (verdict.kind) {
-      case Verdict::Kind::kComplete:
-      case Verdict::Kind::kFailFinal: {
-        const bool done = verdict.kind == Verdict::Kind::kComplete;
+      case AnswerVerdict::Kind::kNotKept:
+        // The re-send ran (its answer's head arrived): never sent again, as on a client's forward.
+        spdlog::warn("recovery of key {}: the upstream's answer could not be kept ({}); recording "
+                     "a 502",
+                     LoggedKey(scope.key), verdict.why);
+        [[fallthrough]];
+      case AnswerVerdict::Kind::kCompleted:
+      case AnswerVerdict::Kind::kFailedFinal: {
+        const bool done = verdict.kind == AnswerVerdict::Kind::kCompleted;
         op.kind = done ? KeyOp::Kind::kComplete : KeyOp::Kind::kFailFinal;
         op.response = std::move(verdict.stored);
         if (co_await Write(ctx_, std::move(op), "its outcome")) {
@@ -201,7 +160,7 @@ class Completer {
         }
         co_return;
       }
-      case Verdict::Kind::kRelease:
+      case AnswerVerdict::Kind::kNeverHappened:
         op.kind = KeyOp::Kind::kRelease;
         if (co_await Write(ctx_, std::move(op), "its release")) {
           spdlog::info("recovered key {}: the effect never happened, key released",
@@ -209,7 +168,8 @@ class Completer {
           ctx_.metrics.CountRecovered(Metric::kReleased);
         }
         co_return;
-      case Verdict::Kind::kLater:
+      case AnswerVerdict::Kind::kTransient:
+      case AnswerVerdict::Kind::kNotReached:
         break;
     }
     if (attempts >= ctx_.config.recover_attempts) {
@@ -251,22 +211,6 @@ bool AnyRouteRecovers(const GatewayConfig& config) {
 asio::awaitable<void> RunCompleter(GatewayContext& ctx, UpstreamPool& pool, Store& store) {
   Completer completer(ctx, pool, store);
   co_await completer.Run();
-}
-
-std::string PercentEncode(std::string_view key) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(key.size());
-  for (const unsigned char c : key) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
 }
 
 StoredResponse RecoveryExhaustedResponse(std::string detail) {

@@ -21,6 +21,7 @@
 #include "gateway/asio_includes.h"
 #include "gateway/forward.h"
 #include "gateway/gateway_context.h"
+#include "gateway/lapsed_key.h"  // PercentEncode, once declared here
 #include "idem/store.h"
 
 namespace idem::gateway {
@@ -31,10 +32,6 @@ bool AnyRouteRecovers(const GatewayConfig& config);
 // Runs the recovery loop until its executor stops. `store` serves the lists of lapsed claims;
 // every write goes through ctx.keys. REQUIRES: ctx, pool and store outlive the loop.
 asio::awaitable<void> RunCompleter(GatewayContext& ctx, UpstreamPool& pool, Store& store);
-
-// Returns `key` percent-encoded for a URL path: every byte but RFC 3986's unreserved ones
-// (A-Z a-z 0-9 - . _ ~) as %XX.
-std::string PercentEncode(std::string_view key);
 
 // The failed_final answer recorded once a key's recovery attempts ran out: 502,
 // problem type recovery-attempts-exhausted; `detail` says what the last attempt got.

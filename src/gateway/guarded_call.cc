@@ -15,11 +15,13 @@
 
 #include "gateway/forward.h"
 #include "gateway/guard_outcome.h"
+#include "gateway/lapsed_key.h"
 #include "gateway/log_format.h"
 #include "gateway/pending_outcome.h"
 #include "gateway/problem_json.h"
 #include "gateway/record_outcome.h"
 #include "gateway/recovery_note.h"
+#include "gateway/status_takeover.h"
 #include "idem/retry/backoff.h"
 #include "idem/retry/deadline.h"
 
@@ -256,6 +258,13 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
           "{}: the claim of key {} was applied although the store reported {}; "
           "carrying on with fence {}",
           request_id, LoggedKey(guarded.scope.key), claim.status.ToString(), ours->fence);
+      // Whether this claim took a lapsed key over is not known: on a status route the status
+      // URL is asked first (for a key that was new it answers 404, and the request is sent).
+      if (ActionOnLapsedKey(route) == LapsedKeyAction::kAskStatus) {
+        std::optional<GuardedAnswer> settled =
+            co_await AskStatusOfTakenOverKey(ctx, pool, route, guarded, ours->fence, request);
+        if (settled.has_value()) co_return *std::move(settled);
+      }
       // The claim ran after `sent`, so its lease runs at least a lease past it.
       co_return co_await Execute(ctx, pool, route, guarded, ours->fence, sent + ctx.config.lease,
                                  std::move(request));
@@ -265,9 +274,17 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
         DecideClaim(claim.claimed, claim.record, guarded.fingerprint, claim.now_ms);
     switch (decision.kind) {
       case ClaimDecision::Kind::kForward:
-        if (claim.taken_over)
+        if (claim.taken_over) {
           spdlog::info("{} took over key {} (fence {}): its earlier holder's lease lapsed",
                        request_id, LoggedKey(guarded.scope.key), claim.record.fence);
+          // The earlier holder's request may have run: on a status route only the status URL
+          // settles the key (lapsed_key.h); it is sent again only if that says it never ran.
+          if (ActionOnLapsedKey(route) == LapsedKeyAction::kAskStatus) {
+            std::optional<GuardedAnswer> settled = co_await AskStatusOfTakenOverKey(
+                ctx, pool, route, guarded, claim.record.fence, request);
+            if (settled.has_value()) co_return *std::move(settled);
+          }
+        }
         co_return co_await Execute(ctx, pool, route, guarded, claim.record.fence,
                                    LeaseEndOf(sent, claim.lease_until_ms, claim.now_ms),
                                    std::move(request));

@@ -7,6 +7,7 @@
 #include <memory>
 #include <utility>
 
+#include "gateway/answer_verdict.h"
 #include "gateway/guard_outcome.h"
 #include "gateway/log_format.h"
 #include "gateway/pending_outcome.h"
@@ -29,32 +30,35 @@ struct Plan {
   GuardedAnswer answer;
 };
 
+// The upstream answer's verdict (VerdictOnAnswer, the rule the completer's re-send follows too)
+// and the client's answer under it.
 Plan PlanFor(const Route& route, const Scope& scope, UpstreamAnswer upstream) {
-  if (upstream.response.ok()) {
-    const OutcomeClass outcome = ClassifyOutcome(route, upstream.response->status);
-    if (outcome == OutcomeClass::kTransient)
+  AnswerVerdict verdict = VerdictOnAnswer(route, upstream);
+  switch (verdict.kind) {
+    case AnswerVerdict::Kind::kCompleted:
+    case AnswerVerdict::Kind::kFailedFinal:
+      return {.kind = verdict.kind == AnswerVerdict::Kind::kFailedFinal ? KeyOp::Kind::kFailFinal
+                                                                        : KeyOp::Kind::kComplete,
+              .stored = std::move(verdict.stored),
+              .answer = {*std::move(upstream.response), Decision::kExecuted}};
+    case AnswerVerdict::Kind::kTransient:
       return {.answer = {*std::move(upstream.response), Decision::kTransient}};
-    Plan plan{.kind = outcome == OutcomeClass::kFailedFinal ? KeyOp::Kind::kFailFinal
-                                                            : KeyOp::Kind::kComplete,
-              .stored = ToStored(*upstream.response, route)};
-    plan.answer = {*std::move(upstream.response), Decision::kExecuted};
-    return plan;
+    case AnswerVerdict::Kind::kNotKept: {
+      // Releasing the key would run the request again on the next retry: its failure is the
+      // key's answer instead.
+      spdlog::warn("key {}: the upstream's answer could not be kept ({}); recording a 502",
+                   LoggedKey(scope.key), verdict.why);
+      StoredResponse problem = verdict.stored;
+      return {.kind = KeyOp::Kind::kFailFinal,
+              .stored = std::move(verdict.stored),
+              .answer = {std::move(problem), Decision::kUpstreamError}};
+    }
+    case AnswerVerdict::Kind::kNotReached:
+    case AnswerVerdict::Kind::kNeverHappened:
+      break;
   }
-  if (!upstream.head_received)
-    return {.answer = {ProblemResponse(ProblemFor(upstream.response.status(), Origin::kUpstream)),
-                       Decision::kUpstreamError}};
-  // The upstream ran the request (its answer's head arrived): releasing the key would run it
-  // again on the next retry. Its failure is the key's answer instead.
-  spdlog::warn("key {}: the upstream's answer could not be kept ({}); recording a 502",
-               LoggedKey(scope.key), upstream.response.status().ToString());
-  StoredResponse problem = AnswerNotKeptResponse(
-      "the upstream ran this request, but its answer could not be kept (" +
-      std::string(upstream.response.status().message()) +
-      "); this is the request's recorded answer: retries with this idempotency key get it too, "
-      "and the request is not sent again");
-  return {.kind = KeyOp::Kind::kFailFinal,
-          .stored = problem,
-          .answer = {std::move(problem), Decision::kUpstreamError}};
+  return {.answer = {ProblemResponse(ProblemFor(upstream.response.status(), Origin::kUpstream)),
+                     Decision::kUpstreamError}};
 }
 
 GuardedAnswer NotRecorded(std::string detail) {

@@ -1,0 +1,89 @@
+// The table of what an upstream's answer lets a key's holder record: one rule for a client's
+// forward and the completer's re-send (VerdictOnAnswer), one for a status URL's answer
+// (VerdictOnStatusAnswer).
+#include "gateway/answer_verdict.h"
+
+#include <gtest/gtest.h>
+
+namespace idem::gateway {
+namespace {
+
+using Kind = AnswerVerdict::Kind;
+
+UpstreamAnswer Answered(int status, std::string body = "{}") {
+  StoredResponse r{.status = status, .body = std::move(body)};
+  r.headers = {{"Content-Type", "application/json"}, {"X-Secret", "s"}};
+  return {.response = std::move(r)};
+}
+
+UpstreamAnswer Failed(absl::Status status, bool head_received) {
+  return {.response = std::move(status), .head_received = head_received};
+}
+
+TEST(VerdictOnAnswer, AFinalStatusIsRecordedTrimmedToWhatIsReplayed) {
+  const Route route;
+  AnswerVerdict v = VerdictOnAnswer(route, Answered(201, "ch_1"));
+  EXPECT_EQ(v.kind, Kind::kCompleted);
+  EXPECT_EQ(v.stored.status, 201);
+  EXPECT_EQ(v.stored.body, "ch_1");
+  ASSERT_EQ(v.stored.headers.size(), 1u);
+  EXPECT_EQ(v.stored.headers[0].name, "Content-Type");
+  EXPECT_EQ(VerdictOnAnswer(route, Answered(400)).kind, Kind::kFailedFinal);
+  EXPECT_EQ(VerdictOnAnswer(route, Answered(400)).stored.status, 400);
+}
+
+TEST(VerdictOnAnswer, ATransientStatusRecordsNothingAndSaysWhich) {
+  const Route route;
+  AnswerVerdict v = VerdictOnAnswer(route, Answered(503));
+  EXPECT_EQ(v.kind, Kind::kTransient);
+  EXPECT_NE(v.why.find("503"), std::string::npos) << v.why;
+  Route final503;
+  final503.final_statuses = {503};
+  EXPECT_EQ(VerdictOnAnswer(final503, Answered(503)).kind, Kind::kFailedFinal);
+}
+
+TEST(VerdictOnAnswer, NoAnswerHeadIsNotReached) {
+  AnswerVerdict v = VerdictOnAnswer(Route{}, Failed(absl::UnavailableError("refused"), false));
+  EXPECT_EQ(v.kind, Kind::kNotReached);
+  EXPECT_NE(v.why.find("refused"), std::string::npos) << v.why;
+}
+
+// The rule the completer's re-send once ignored: a head that arrived means the request ran.
+TEST(VerdictOnAnswer, AnAnswerWhoseHeadArrivedButCannotBeKeptIsThe502NotKeptNeverARetry) {
+  for (absl::Status status :
+       {absl::DataLossError("the answer is larger than 16777216 bytes"),
+        absl::UnavailableError("cut off"), absl::DeadlineExceededError("too slow")}) {
+    AnswerVerdict v = VerdictOnAnswer(Route{}, Failed(status, true));
+    EXPECT_EQ(v.kind, Kind::kNotKept) << status;
+    EXPECT_EQ(v.stored.status, 502);
+    EXPECT_NE(v.stored.body.find("upstream-answer-not-kept"), std::string::npos) << v.stored.body;
+    EXPECT_NE(v.stored.body.find(std::string(status.message())), std::string::npos);
+  }
+}
+
+TEST(VerdictOnStatusAnswer, TwoHundredIsRecordedUnderRecoveredStatus404NeverHappened) {
+  Route route;
+  route.recover = RecoverMode::kStatus;
+  EXPECT_EQ(VerdictOnStatusAnswer(route, Answered(200)).kind, Kind::kCompleted);
+  EXPECT_EQ(VerdictOnStatusAnswer(route, Answered(200)).stored.status, 200);
+  route.recovered_status = 201;
+  AnswerVerdict v = VerdictOnStatusAnswer(route, Answered(200, "ch_1"));
+  EXPECT_EQ(v.kind, Kind::kCompleted);
+  EXPECT_EQ(v.stored.status, 201);
+  EXPECT_EQ(v.stored.body, "ch_1");
+  EXPECT_EQ(VerdictOnStatusAnswer(route, Answered(404)).kind, Kind::kNeverHappened);
+}
+
+TEST(VerdictOnStatusAnswer, AnyOtherStatusOrNoneIsAskedAgain) {
+  const Route route;
+  for (int status : {201, 204, 400, 409, 500, 503})
+    EXPECT_EQ(VerdictOnStatusAnswer(route, Answered(status)).kind, Kind::kTransient) << status;
+  EXPECT_EQ(VerdictOnStatusAnswer(route, Failed(absl::UnavailableError("x"), false)).kind,
+            Kind::kNotReached);
+  // A question has no effect: an answer that cannot be kept is asked again, not recorded.
+  EXPECT_EQ(VerdictOnStatusAnswer(route, Failed(absl::DataLossError("big"), true)).kind,
+            Kind::kNotReached);
+}
+
+}  // namespace
+}  // namespace idem::gateway
