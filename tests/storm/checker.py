@@ -106,7 +106,7 @@ def check(records):
                              "recover=off"))
             else:
                 v.allowed.append((name, reason))
-        check_answers(v, name, events, recorded, execs, upstream_timeout)
+        check_answers(v, name, events, recorded, execs, upstream_timeout, failures)
     return v
 
 
@@ -140,7 +140,7 @@ def check_replays(v, name, events):
     return a
 
 
-def check_answers(v, name, events, recorded, execs, upstream_timeout):
+def check_answers(v, name, events, recorded, execs, upstream_timeout, failures):
     for ans in events["answer"]:
         status, ptype = ans["status"], ans.get("type")
         who = "client %d attempt %d" % (ans["client"], ans["attempt"])
@@ -169,7 +169,9 @@ def check_answers(v, name, events, recorded, execs, upstream_timeout):
             v.violation(name, "%s got the answer of another key (%s)" % (who, ans["body_key"]))
     if recorded is None:
         kept = [e for e in execs if e["mode"] not in ("drop", "huge") and
-                not (e["mode"] == "slow" and e["delay_ms"] >= 900 * upstream_timeout)]
+                not (e["mode"] == "slow" and e["delay_ms"] >= 900 * upstream_timeout) and
+                not any(f["gw"] == e["gw"] and f["xrid"] == e.get("xrid") and
+                        f["at"] >= e["t"] - upstream_timeout - 5 for f in failures)]
         if kept:
             v.unsettled.append(name)
             v.violation(name, "never settled: run %d's answer reached a gateway, yet after the "

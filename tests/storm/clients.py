@@ -58,9 +58,11 @@ def post(port, path, body, headers, timeout):
         conn.close()
 
 
-def request_headers(plan, key, xrid, mode):
+def request_headers(plan, key, xrid, mode, body):
+    # X-Storm-Body names the body for the status URL (the completer's GET carries the stored
+    # request's headers, not its body).
     headers = {"Content-Type": "application/json", "X-Storm-Key": key.name,
-               "X-Storm-Mode": mode, "X-Request-Id": xrid}
+               "X-Storm-Mode": mode, "X-Request-Id": xrid, "X-Storm-Body": digest(body)}
     if key.route != "ptr":
         headers["Idempotency-Key"] = key.key
     if key.tenant is not None:
@@ -108,7 +110,7 @@ class Client:
                                 mode=header)
             status, headers, data = post(self.gateways[gw].port, "/%s/charge" % self.key.route,
                                          body, request_headers(self.run_plan, self.key, xrid,
-                                                               header),
+                                                               header, body),
                                          self.spec["timeout"])
             if status is None:
                 self.history.record("answer", key=self.key.name, client=self.index,

@@ -136,9 +136,16 @@ class Nemesis:
             return "node %d paused for %.1fs" % (node + 1, d)
         if kind == "nats_quorum":
             other = (node + 1) % 3
+            self.store.node("pause-node", node)
+            self.store.node("pause-node", other)
+            self.sleep(d)
+            self.store.heal()
+            return "quorum lost: nodes %d and %d paused for %.1fs" % (node + 1, other + 1, d)
+        if kind == "nats_crash_two":
+            other = (node + 1) % 3
             self.store.node("kill-node", node)
             self.store.node("kill-node", other)
             self.sleep(d)
             self.store.heal()
-            return "nodes %d and %d killed for %.1fs" % (node + 1, other + 1, d)
+            return "nodes %d and %d killed together for %.1fs" % (node + 1, other + 1, d)
         raise ValueError("unknown fault " + kind)

@@ -44,7 +44,7 @@ def replay_key(plan, key, gateway, history, deadline):
     for n in (1, 2):
         while True:
             body = json.dumps(key.body(changed), sort_keys=True).encode()
-            headers = request_headers(plan, key, "replay-%s-%d" % (key.name, n), "ok")
+            headers = request_headers(plan, key, "replay-%s-%d" % (key.name, n), "ok", body)
             status, answer_headers, data = post(gateway.port, "/%s/charge" % key.route, body,
                                                 headers, 30)
             ptype = problem_type(data) if status is not None and answer_headers.get(
@@ -96,7 +96,7 @@ def merge(path, records):
 
 
 def run_store(args, name, out):
-    plan = RunPlan(args.seed, name, args.minutes * 60)
+    plan = RunPlan(args.seed, name, args.minutes * 60, long_profile=args.profile == "long")
     work = tempfile.mkdtemp(prefix="idem-storm-%s-" % name)
     path = os.path.join(work, "history.jsonl")
     history = history_mod.History(path)

@@ -43,7 +43,9 @@ class Effects:
         self.history = history
         self.lock = threading.Lock()
         self.next_ex = 1
-        self.answers = {}  # logical key -> (answer body bytes) of its last effect
+        # (logical key, request body digest) -> the answer of its last effect: an upstream that
+        # deduplicates by key, and a status URL, tell requests of another body under the key apart
+        self.answers = {}
 
     def run(self, key, gw, route, fence, mode, delay_ms, body, dedup, xrid):
         """Runs (or deduplicates) one arrival; returns the answer body, or None for 'fail'."""
@@ -52,8 +54,8 @@ class Effects:
                 self.history.record("arrival", key=key, gw=gw, route=route, fence=fence,
                                     mode=mode, effect=False, xrid=xrid)
                 return None
-            if dedup and key in self.answers:
-                answer = self.answers[key]
+            if dedup and (key, body_digest(body)) in self.answers:
+                answer = self.answers[(key, body_digest(body))]
                 self.history.record("arrival", key=key, gw=gw, route=route, fence=fence,
                                     mode=mode, effect=False, dedup=True, xrid=xrid,
                                     answer=body_digest(answer))
@@ -67,16 +69,16 @@ class Effects:
                 pad = max(0, delay_ms - len(answer) - 16)
                 doc["pad"] = "x" * pad
                 answer = json.dumps(doc, sort_keys=True).encode()
-            self.answers[key] = answer
+            self.answers[(key, body_digest(body))] = answer
             self.history.record("exec", key=key, ex=ex, gw=gw, route=route, fence=fence, xrid=xrid,
                                 mode=mode, delay_ms=delay_ms if mode == "slow" else 0,
                                 size=len(answer), request=body_digest(body),
                                 answer=body_digest(answer))
             return answer
 
-    def status(self, key):
+    def status(self, key, request):
         with self.lock:
-            return self.answers.get(key)
+            return self.answers.get((key, request))
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -117,7 +119,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if what != "by-key":
             self.answer(404, b'{"storm":"no such path"}')
             return
-        answer = effects.status(key)
+        answer = effects.status(key, self.headers.get("X-Storm-Body", ""))
         effects.history.record("status_query", key=key, gw=gw, ran=answer is not None)
         if answer is None:
             self.answer(404, b'{"storm":"never ran"}')
