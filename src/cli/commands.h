@@ -21,6 +21,7 @@ void AddKeysCommand(CLI::App& app, int& exit_code);
 void AddOutboxCommand(CLI::App& app, int& exit_code);
 void AddRelayCommand(CLI::App& app, int& exit_code);
 void AddCheckCommand(CLI::App& app, int& exit_code);
+void AddFingerprintCommand(CLI::App& app, int& exit_code);
 // `idem completion bash`: hidden; prints a completion script built from `app`, which must
 // outlive the parse.
 void AddCompletionCommand(CLI::App& app, int& exit_code);

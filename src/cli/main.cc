@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   idem::cli::AddOutboxCommand(app, exit_code);
   idem::cli::AddRelayCommand(app, exit_code);
   idem::cli::AddCheckCommand(app, exit_code);
+  idem::cli::AddFingerprintCommand(app, exit_code);
   idem::cli::AddCompletionCommand(app, exit_code);
   if (const std::string unknown = UnknownSubcommand(app, argc, argv); !unknown.empty()) {
     std::fprintf(stderr, "idem: no subcommand named '%s'; run 'idem --help' for the list\n",
