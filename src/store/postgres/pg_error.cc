@@ -21,6 +21,11 @@ bool IsConnectionLoss(std::string_view sqlstate) {
          sqlstate == "57P03";
 }
 
+bool IsDeadlock(const absl::Status& status) {
+  const std::string_view message(status.message().data(), status.message().size());
+  return absl::IsUnavailable(status) && Contains(message, "(SQLSTATE 40P01)");
+}
+
 absl::Status StatusFromSqlState(std::string_view sqlstate, std::string_view message,
                                 std::string_view what) {
   const std::string text =

@@ -27,6 +27,10 @@ absl::Status StatusFromSqlState(std::string_view sqlstate, std::string_view mess
 // true for the SQLSTATEs after which the connection cannot be trusted again (class 08, 57P0x).
 bool IsConnectionLoss(std::string_view sqlstate);
 
+// true for a status StatusFromSqlState made of 40P01 (deadlock detected): the server rolled that
+// transaction back, so nothing of it was committed and it may be run again as it was.
+bool IsDeadlock(const absl::Status& status);
+
 // Returns the status of a finished command: OK for PGRES_COMMAND_OK / TUPLES_OK, else the mapped
 // error. A null result or an error without SQLSTATE on a broken connection is a lost connection
 // (Unavailable).

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/status_macros.h"
+#include "store/postgres/pg_error.h"
 #include "store/postgres/pg_key_table.h"
 #include "store/postgres/pg_lease_in_turn.h"
 #include "store/postgres/pg_set_batch.h"
@@ -19,6 +20,10 @@ namespace {
 
 constexpr std::string_view kDatabaseNowSql =
     "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+
+// How often a batch is run when PostgreSQL chose it as a deadlock's victim: each time the other
+// batch of the cycle goes on, so a second deadlock needs a new cycle; the last one is returned.
+constexpr int kDeadlockAttempts = 4;
 
 // The scopes of the valid writes, each once, in lock order.
 std::vector<const Scope*> ScopesToLock(std::span<const LeaseWrite> writes,
@@ -96,15 +101,20 @@ absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(PgConnection& conn
     const size_t only = 0;
     return ApplyInTurn(conn, now, retention, writes, {&only, 1}, rules);
   }
-  conn.Defer("BEGIN");  // goes out with the batch's first statement, in one round trip
-  absl::StatusOr<std::vector<LeaseWriteResult>> results =
-      ApplyInTransaction(conn, clock, retention, writes, rules);
-  if (!results.ok()) {
+  absl::StatusOr<std::vector<LeaseWriteResult>> results;
+  for (int attempt = 1;; ++attempt) {
+    conn.Defer("BEGIN");  // goes out with the batch's first statement, in one round trip
+    results = ApplyInTransaction(conn, clock, retention, writes, rules);
+    if (results.ok()) break;
     conn.DropDeferred();
     if (!conn.broken() && !conn.Run("ROLLBACK", {}, "rollback of a lease batch").ok()) {
       conn.MarkBroken();
     }
-    return results.status();
+    // The deadlock victim (pg_lease_batch.h, "Lock order") committed nothing: it runs again
+    // from BEGIN, as a caller sending the same writes again would, after the other batch went on.
+    if (conn.broken() || !IsDeadlock(results.status()) || attempt == kDeadlockAttempts) {
+      return results.status();
+    }
   }
   absl::StatusOr<Result> commit = conn.Run("COMMIT", {}, "commit of a lease batch");
   if (!commit.ok()) {

@@ -14,8 +14,14 @@
 // claim's INSERT, for another transaction's new or changed row of that key (and, one statement at
 // a time, at a row that appeared since), in (tenant, key) order: the INSERT's rows go in that
 // order, and one statement at a time every statement does. A batch still locking has written
-// nothing, and a set-based batch changes rows only once its INSERT is done, so two batches on the
-// same keys cannot deadlock. Results come back in the caller's order.
+// nothing, and a set-based batch changes rows only once its INSERT is done. The order can still
+// fail in one case: a row the locking did not see (absent then) is written by another transaction
+// after it, while this batch already holds a row later in the order (present at its locking) that
+// the other transaction goes on to write (another batch that did not see that row at its own
+// locking, or a transaction-mode claim): PostgreSQL then rolls one of them back, "deadlock
+// detected" (40P01). A batch so rolled back committed nothing and is run again from BEGIN (at
+// most four attempts in all), by when the other has gone on; its caller does not see the
+// deadlock. Results come back in the caller's order.
 //
 // Time: with a clock (StoreOptions::clock set) its NowMillis(); without one the database's: for a
 // batch of several writes the time its transaction began (now()), for one write clock_timestamp(),
