@@ -145,6 +145,8 @@ absl::Status Reader::Route(const toml::table& table, gateway::Route& route) cons
       s = Duration(node, key, route.wait_max);
     else if (key == "replay_headers")
       s = Strings(node, key, route.replay_headers);
+    else if (key == "recover_credentials")
+      s = Strings(node, key, route.recover_credentials);
     else if (key == "final_statuses")
       s = Statuses(node, key, route.final_statuses);
     else if (key == "transient_statuses")

@@ -12,6 +12,19 @@
 #include "idem/retry/duration.h"
 
 namespace idem::gateway {
+
+bool IsCredentialField(std::string_view name) {
+  for (std::string_view credential : {"Authorization", "Proxy-Authorization", "Cookie"}) {
+    if (name.size() == credential.size() &&
+        std::equal(name.begin(), name.end(), credential.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) ==
+                 std::tolower(static_cast<unsigned char>(b));
+        }))
+      return true;
+  }
+  return false;
+}
+
 namespace {
 
 bool IsTokenChar(char c) {
@@ -108,6 +121,13 @@ absl::Status ValidateRoute(const Route& route, Millis lease, size_t index) {
                            retry::FormatDuration(lease)));
   for (const std::string& h : route.replay_headers) {
     if (!IsHeaderName(h)) return Bad(fmt::format("{}: '{}' is not a header name", where, h));
+  }
+  for (const std::string& h : route.recover_credentials) {
+    if (!IsCredentialField(h))
+      return Bad(
+          fmt::format("{}: recover_credentials names '{}'; name Authorization, "
+                      "Proxy-Authorization or Cookie (other fields are always kept)",
+                      where, h));
   }
   if (absl::Status s = ValidateStatuses(route.final_statuses, where + ": final statuses"); !s.ok())
     return s;

@@ -41,6 +41,11 @@ enum class RecoverMode {
   kStatus,  // GET Route::status_url: 200 records that answer, 404 releases the key
 };
 
+// true for the fields that carry who sends a request (Authorization, Proxy-Authorization,
+// Cookie, any case): a claim's stored request keeps them only when its route names them
+// (Route::recover_credentials).
+bool IsCredentialField(std::string_view name);
+
 struct Route {
   // Methods guarded (as sent, e.g. "POST"). Default: POST and PATCH.
   std::vector<std::string> methods = {"POST", "PATCH"};
@@ -62,6 +67,9 @@ struct Route {
   std::string status_url;
   // kStatus: the status recorded instead of the status URL's 200 (e.g. 201); 0: keep 200.
   int recovered_status = 0;
+  // The credential fields (Authorization, Proxy-Authorization, Cookie) a claim's stored request
+  // keeps, by name, for the recovery's re-send or status ask; any other is left out. Default none.
+  std::vector<std::string> recover_credentials;
   // Faults for testing clients (docs/gateway.md, "Testing a client's retries"), honoured only with
   // GatewayConfig::allow_faults: of the requests whose outcome this gateway records, the fraction
   // (0 to 1, together at most 1) whose answer is lost (the connection closed unanswered once the

@@ -238,8 +238,9 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
   const auto wait_until =
       Steady::now() + (route.in_flight == InFlightPolicy::kWait ? route.wait_max : Millis(0));
   // A route that recovers lapsed claims stores the request with its claim (recovery_note.h).
-  const StoredResponse note =
-      route.recover != RecoverMode::kOff ? EncodeNote(NoteOf(request)) : StoredResponse{};
+  const StoredResponse note = route.recover != RecoverMode::kOff
+                                  ? EncodeNote(StoredNoteOf(request, route))
+                                  : StoredResponse{};
   for (;;) {
     const auto sent = Steady::now();
     // GCC 12 miscompiles aggregate temporaries inside co_await expressions: name them first.

@@ -1,5 +1,6 @@
 #include "gateway/recovery_note.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -34,6 +35,16 @@ RecoveryNote NoteOf(const http::request<http::string_body>& request) {
       continue;
     note.headers.push_back(std::move(h));
   }
+  return note;
+}
+
+RecoveryNote StoredNoteOf(const http::request<http::string_body>& request, const Route& route) {
+  RecoveryNote note = NoteOf(request);
+  std::erase_if(note.headers, [&](const Header& h) {
+    return IsCredentialField(h.name) &&
+           std::none_of(route.recover_credentials.begin(), route.recover_credentials.end(),
+                        [&](const std::string& kept) { return EqualsIgnoreCase(kept, h.name); });
+  });
   return note;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gateway/asio_includes.h"
+#include "gateway/gateway_config.h"
 #include "idem/record.h"
 
 namespace idem::gateway {
@@ -32,6 +33,11 @@ struct RecoveryNote {
 
 // Returns the note of `request` as the gateway forwards it.
 RecoveryNote NoteOf(const http::request<http::string_body>& request);
+
+// Returns the note of `request` as a claim on `route` stores it: NoteOf, less every credential
+// field `route` does not name in recover_credentials (the least a re-send needs; docs/gateway.md,
+// "What is stored, and for how long").
+RecoveryNote StoredNoteOf(const http::request<http::string_body>& request, const Route& route);
 
 // Returns `note` in the stored form: status kRecoveryNoteStatus, the fields ":idem-note" (the
 // format's version), ":method", ":target" and ":attempts" first among the headers, the body as is.

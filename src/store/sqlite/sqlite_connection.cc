@@ -119,6 +119,9 @@ absl::Status Connection::Configure(const std::string& path, const ConnectionSett
           path, mode));
     }
   }
+  // The bytes an outcome or a release frees (a claim's note, which may hold a request's
+  // credentials) are zeroed, not left in the file's free space (docs/sqlite-store.md).
+  IDEM_RETURN_IF_ERROR(Exec("PRAGMA secure_delete=ON"));
   if (!settings.synchronous_full) return Exec("PRAGMA synchronous=NORMAL");
   IDEM_RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));
   // Each commit then syncs the WAL before it becomes visible: its frames can go out in one write.

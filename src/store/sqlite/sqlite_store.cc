@@ -1,9 +1,13 @@
 // The embedded store: lease mode and transaction mode over one SQLite file (idem/store.h).
 #include "idem/sqlite_store.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -72,7 +76,10 @@ class SqliteStore final : public Store {
       std::span<const LeaseWrite> writes) override {
     if (writes.empty()) return std::vector<LeaseWriteResult>();
     IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
-    return sqlite::ApplyLeaseBatch(*conn, clock_, host_clock_, retention_, writes);
+    absl::StatusOr<std::vector<LeaseWriteResult>> results =
+        sqlite::ApplyLeaseBatch(*conn, clock_, host_clock_, retention_, writes);
+    if (results.ok() && EndsNotes(writes, *results)) ScrubEndedNotes(*conn);
+    return results;
   }
   absl::StatusOr<std::unique_ptr<StoreTransaction>> Begin() override;
 
@@ -95,6 +102,36 @@ class SqliteStore final : public Store {
 
   // The host clock's reading, which leases run on; none without a host clock.
   HostTime HostNow() const { return host_clock_ != nullptr ? host_clock_->Now() : HostTime{}; }
+
+  // Whether `writes` (applied with `results`) ended a key whose record may have held a note (a
+  // claim's request, docs/sqlite-store.md): an outcome or a release that took, on a store through
+  // which a note was ever written. Remembers the notes `writes` wrote.
+  bool EndsNotes(std::span<const LeaseWrite> writes, const std::vector<LeaseWriteResult>& results) {
+    bool ended = false;
+    for (size_t i = 0; i < writes.size(); ++i) {
+      const LeaseWrite& w = writes[i];
+      if (w.kind == LeaseWrite::Kind::kClaim && results[i].claimed && w.response.status != 0)
+        notes_written_.store(true, std::memory_order_relaxed);
+      if (results[i].status.ok() &&
+          (w.kind == LeaseWrite::Kind::kComplete || w.kind == LeaseWrite::Kind::kFailFinal ||
+           w.kind == LeaseWrite::Kind::kRelease))
+        ended = true;
+    }
+    return ended && notes_written_.load(std::memory_order_relaxed);
+  }
+
+  // Leaves no readable copy of an ended note in the store's files before the batch's results go
+  // back (so also none once its client was answered, should the process be killed then): the
+  // connections run with secure_delete, which zeroes the bytes an outcome or a release frees, and
+  // this checkpoint copies the zeroed pages into the database file and truncates the WAL, which
+  // held every earlier version of the note's page. One per batch, only on stores that keep notes.
+  // A checkpoint that could not finish (a reader still on the WAL past lock_timeout) is done by
+  // the next batch's.
+  static void ScrubEndedNotes(Connection& conn) {
+    conn.Exec("PRAGMA wal_checkpoint(TRUNCATE)").IgnoreError();
+  }
+
+  std::atomic<bool> notes_written_{false};
 
   std::shared_ptr<ConnectionPool> pool_;
   const Clock& clock_;
@@ -264,6 +301,17 @@ absl::StatusOr<std::unique_ptr<Store>> OpenChecked(const std::string& path,
                                        settings.retention);
 }
 
+// Creates `path` empty, readable and writable by its owner only (0600, whatever the umask), unless
+// it exists: the store keeps requests (a recovering route's notes) and answers. SQLite gives the
+// -wal and -shm files it creates the database file's mode. Failures are left to SQLite's open,
+// which reports them.
+void CreateOwnerOnly(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  [[maybe_unused]] const int exact = ::fchmod(fd, 0600);  // a umask cannot take the owner's bits
+  ::close(fd);
+}
+
 absl::Status MustExist(const std::string& path) {
   std::error_code error;
   if (std::filesystem::exists(path, error)) return absl::OkStatus();
@@ -275,6 +323,7 @@ absl::Status MustExist(const std::string& path) {
 absl::StatusOr<std::unique_ptr<Store>> OpenResolved(sqlite::OpenSettings settings,
                                                     Millis lock_timeout) {
   if (!settings.create_if_missing) IDEM_RETURN_IF_ERROR(MustExist(settings.path));
+  if (settings.create_if_missing) CreateOwnerOnly(settings.path);
   // Nothing is half-written on failure: the checks run before any write, and the migrations
   // apply in one transaction. A file this call created stays behind empty, and a later open
   // sets it up.
