@@ -23,6 +23,7 @@
 #include "gateway/trailer_filter.h"
 #include "http/exchange.h"
 #include "http/url.h"
+#include "idem/store.h"
 
 namespace idem::gateway {
 namespace {
@@ -159,9 +160,11 @@ asio::awaitable<UpstreamAnswer> ForwardBuffered(UpstreamPool& pool,
   request.prepare_payload();
   // Never sent twice by the gateway: once any byte may have reached the upstream, only the
   // client, who owns the key, decides whether to retry (a re-send could run the effect twice).
+  uint64_t max_body = kMaxStoredResponseBody;
+  if (pool.store_limit > 0) max_body = std::min(max_body, static_cast<uint64_t>(pool.store_limit));
   const hc::SendOptions options{
       .deadline = std::chrono::steady_clock::now() + timeout,
-      .limits = {.max_body = kMaxStoredResponseBody, .max_header = kHeaderLimit},
+      .limits = {.max_body = max_body, .max_header = kHeaderLimit},
       .resend = hc::Resend::kUnwritten};
   // A connected slot is bound to the send only when given: an unbound send still follows the
   // calling coroutine's own cancellation (a parallel group's).
@@ -180,10 +183,18 @@ asio::awaitable<UpstreamAnswer> ForwardBuffered(UpstreamPool& pool,
                              .head_received = sent.answer_head_received};
   }
   hc::Response& response = *sent.response;
-  co_return UpstreamAnswer{
-      .response = StoredResponse{.status = static_cast<int>(response.result_int()),
-                                 .headers = EndToEndHeaders(response.base()),
-                                 .body = std::move(response.body())}};
+  StoredResponse answer{.status = static_cast<int>(response.result_int()),
+                        .headers = EndToEndHeaders(response.base()),
+                        .body = std::move(response.body())};
+  if (pool.store_limit > 0 && StoredResponseBytes(answer) > pool.store_limit) {
+    co_return UpstreamAnswer{
+        .response = absl::DataLossError(fmt::format(
+            "the answer takes {} bytes, more than the idempotency store keeps for one key ({} "
+            "bytes)",
+            StoredResponseBytes(answer), pool.store_limit)),
+        .head_received = true};
+  }
+  co_return UpstreamAnswer{.response = std::move(answer)};
 }
 
 asio::awaitable<absl::Status> ProbeUpstream(UpstreamPool& pool, Millis timeout) {

@@ -42,6 +42,11 @@ absl::StatusOr<UpstreamTarget> ParseUpstreamUrl(std::string_view url);
 struct UpstreamPool {
   UpstreamTarget target;
   std::shared_ptr<::idem::http::ConnectionPool> pool;
+  // The most bytes of an answer the key store keeps (Store::MaxResponseBytes); 0: none of its own
+  // below kMaxStoredResponseBody. A larger answer cannot be kept: ForwardBuffered reports it as
+  // such (an error after the answer's head), so the key records 502 upstream-answer-not-kept
+  // instead of an outcome the store would refuse for ever.
+  int64_t store_limit = 0;
 };
 
 // What ForwardBuffered got from the upstream.

@@ -160,13 +160,15 @@ absl::Status ServerImpl::MakeUpstreamPools(const UpstreamTarget& target) {
   for (auto& w : workers_) {
     auto pool = ::idem::http::ConnectionPool::Create(w->ioc.get_executor(), target.origin, options);
     if (!pool.ok()) return pool.status();
-    w->pool = UpstreamPool{.target = target, .pool = *std::move(pool)};
+    w->pool = UpstreamPool{
+        .target = target, .pool = *std::move(pool), .store_limit = store_.MaxResponseBytes()};
   }
   if (completer_) {
     auto pool = ::idem::http::ConnectionPool::Create(completer_->ioc.get_executor(), target.origin,
                                                      options);
     if (!pool.ok()) return pool.status();
-    completer_->pool = UpstreamPool{.target = target, .pool = *std::move(pool)};
+    completer_->pool = UpstreamPool{
+        .target = target, .pool = *std::move(pool), .store_limit = store_.MaxResponseBytes()};
   }
   return absl::OkStatus();
 }

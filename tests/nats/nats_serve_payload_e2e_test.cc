@@ -1,0 +1,58 @@
+// idem serve on NATS servers whose max_payload (64 KiB here; 1 MiB by default) is below the
+// gateway's stored-answer limit (16 MiB): an answer larger than a key record can carry is the 502
+// upstream-answer-not-kept, recorded like an answer over 16 MiB on the SQL stores, and every retry
+// gets it without a second run. Before, its Complete was refused, the outcome kept and retried for
+// ever (the client got 503, its retries 409), and once --max-pending-bytes was reached every new
+// key got 503. On a server of the nats fixture's script started with that max_payload.
+#include <string>
+
+#include "gateway_fixture.h"
+#include "nats_test_support.h"
+#include "scripted_upstream.h"
+
+namespace idem::e2e {
+namespace {
+
+using Reply = ScriptedUpstream::Reply;
+
+class NatsServePayloadE2E : public GatewayFixture {
+ protected:
+  void SetUp() override {
+    GatewayFixture::SetUp();
+    absl::StatusOr<std::string> uri = natstest::StoreUri(
+        natstest::Fixture::kSingle, "replicas=1&bucket=" + natstest::FreshBucket("payload"));
+    ASSERT_TRUE(uri.ok()) << uri.status();
+    store_ = *uri;
+  }
+};
+
+TEST_F(NatsServePayloadE2E, AnAnswerLargerThanTheServersMaxPayloadIs502RecordedAndRetriesGetIt) {
+  ScriptedUpstream upstream([](const std::string& head) {
+    const bool big = head.starts_with("POST /charges/big ");
+    return Reply{ScriptedUpstream::Answer("201 Created", std::string(big ? 96 << 10 : 32 << 10,
+                                                                     big ? 'b' : 'f'))};
+  });
+  StartGateway({}, upstream.Url());
+  const Response big = Post("order-big", kBody, {}, "/charges/big");
+  ExpectProblem(big, 502);
+  EXPECT_NE(big.body.find("upstream-answer-not-kept"), std::string::npos) << big.body;
+  const Response retry = Post("order-big", kBody, {}, "/charges/big");
+  EXPECT_EQ(retry.status, 502) << retry.body;
+  EXPECT_EQ(retry.body, big.body);
+  EXPECT_EQ(retry.Header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(upstream.requests(), 1);
+  EXPECT_EQ(Metric("idem_outcomes_pending"), 0);
+  // An answer within the limit is kept and replayed as ever.
+  const Response fits = Post("order-fits", kBody, {}, "/charges/fits");
+  EXPECT_EQ(fits.status, 201) << fits.body;
+  EXPECT_EQ(fits.body.size(), size_t{32} << 10);
+  const Response replayed = Post("order-fits", kBody, {}, "/charges/fits");
+  EXPECT_EQ(replayed.status, 201);
+  EXPECT_EQ(replayed.body, fits.body);
+  EXPECT_EQ(replayed.Header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(upstream.requests(), 2);
+  EXPECT_EQ(Metric("idem_outcomes_pending"), 0);
+}
+
+}  // namespace
+}  // namespace idem::e2e
