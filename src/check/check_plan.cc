@@ -7,6 +7,30 @@
 
 namespace idem::check {
 
+bool IsKeyed(std::string_view name) { return name != "no-key" && name != "bad-key"; }
+
+absl::StatusOr<KeyFormat> ParseKeyFormat(std::string_view name) {
+  if (name == "sf") return KeyFormat::kSfString;
+  if (name == "token") return KeyFormat::kSfToken;
+  if (name == "raw") return KeyFormat::kRaw;
+  return absl::InvalidArgumentError(fmt::format(
+      "--key-format '{}': give sf (\"key\", the IETF draft's form), token (key as a "
+      "Structured Fields token) or raw (the key as is)",
+      name));
+}
+
+std::string_view KeyFormatName(KeyFormat format) {
+  switch (format) {
+    case KeyFormat::kSfToken:
+      return "token";
+    case KeyFormat::kRaw:
+      return "raw";
+    case KeyFormat::kSfString:
+      break;
+  }
+  return "sf";
+}
+
 absl::StatusOr<std::vector<std::string>> SelectScenarios(std::string_view only) {
   std::vector<std::string> all(kScenarioNames.begin(), kScenarioNames.end());
   if (only.empty()) return all;

@@ -7,6 +7,7 @@
 #define IDEM_CHECK_CHECK_PLAN_H_
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,8 +23,21 @@ namespace idem::check {
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 // The scenarios, in the order they run; their names are a contract (--only, --json).
-inline constexpr std::array<std::string_view, 6> kScenarioNames = {
-    "replay", "mismatch", "concurrent", "lost-answer", "no-key", "bad-key"};
+inline constexpr std::array<std::string_view, 7> kScenarioNames = {
+    "replay", "mismatch", "concurrent", "lost-answer", "retention", "no-key", "bad-key"};
+
+// The scenarios whose key must take effect once: only they can show the API keeps its promise.
+bool IsKeyed(std::string_view name);
+
+// How the keys are written in the key header (--key-format).
+enum class KeyFormat {
+  kSfString,  // "0190c1a2-...": a Structured Fields string, the IETF draft's form
+  kSfToken,   // k0190c1a2-...: a Structured Fields token (the key after a letter)
+  kRaw,       // 0190c1a2-...: the key itself
+};
+// Returns the format named "sf", "token" or "raw", or InvalidArgument.
+absl::StatusOr<KeyFormat> ParseKeyFormat(std::string_view name);
+std::string_view KeyFormatName(KeyFormat format);  // "sf", "token", "raw"
 
 // The request every scenario sends, without its key.
 struct Target {
@@ -52,6 +66,12 @@ struct Plan {
   std::vector<std::string> scenarios;  // names from kScenarioNames, in their order
   Millis timeout{10'000};              // for one request: connect, send, the whole answer
   bool json = false;
+  int bursts = 20;            // concurrent: bursts of `concurrency`, each with a new key
+  Millis replay_after{5000};  // retention: the wait before the key is sent again (0: skipped)
+  Millis deadline{120'000};   // the whole run
+  KeyFormat key_format = KeyFormat::kSfString;
+  std::string cacert;             // extra CA file for https
+  uint64_t max_answer = uint64_t{16} << 20;  // the largest answer body read
 };
 
 // Returns the names `only` lists ("replay,mismatch"; spaces around names ignored), in the order

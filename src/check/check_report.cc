@@ -21,9 +21,9 @@ std::string Heading(const Plan& plan) {
           ? fmt::format("effects counted by GET {}{}", plan.count->url,
                         plan.count->pointer.empty() ? "" : " at " + plan.count->pointer)
           : std::string("effects not counted (no --count-url)");
-  return fmt::format("idem check {} {}: {} round{}, {} at once, {}\n", plan.target.method,
+  return fmt::format("idem check {} {}: {} round{}, {} at once{}, {}\n", plan.target.method,
                      plan.target.url, plan.rounds, plan.rounds == 1 ? "" : "s", plan.concurrency,
-                     counted);
+                     plan.bursts == 1 ? "" : fmt::format(" in {} bursts", plan.bursts), counted);
 }
 
 // The round whose evidence a scenario's row shows: the first that failed (or was not
@@ -40,7 +40,17 @@ const ScenarioResult* Shown(const CheckReport& report, const std::string& name, 
     if (first == nullptr) first = &r;
     last = &r;
   }
-  return overall == Verdict::kFail || overall == Verdict::kNotApplicable ? first : last;
+  return overall == Verdict::kFail || overall == Verdict::kNotApplicable ||
+                 overall == Verdict::kInconclusive
+             ? first
+             : last;
+}
+
+// The reason code of scenario `name` over every round: that of the round its row shows.
+std::string OverallReason(const CheckReport& report, const std::string& name) {
+  int count = 0;
+  const ScenarioResult* r = Shown(report, name, Overall(report.results, name), count);
+  return r == nullptr ? std::string(reason::kNoEvidence) : r->reason;
 }
 
 json::value Nullable(const std::string& text) {
@@ -70,7 +80,8 @@ json::object ResultJson(const ScenarioResult& r) {
           {"keys", std::move(keys)},
           {"effects", r.effects ? json::value(*r.effects) : json::value(nullptr)},
           {"elapsed_ms", r.elapsed_ms},
-          {"exchanges", std::move(exchanges)}};
+          {"exchanges", std::move(exchanges)},
+          {"reason", r.reason}};
 }
 
 }  // namespace
@@ -85,7 +96,8 @@ std::string FormatTable(const Plan& plan, const CheckReport& report) {
     if (r == nullptr) continue;
     std::string why = r->why;
     if (plan.rounds > 1) {
-      why = overall == Verdict::kFail || overall == Verdict::kNotApplicable
+      why = overall == Verdict::kFail || overall == Verdict::kNotApplicable ||
+                    overall == Verdict::kInconclusive
                 ? fmt::format("round {} of {} (and {} more): {}", r->round, plan.rounds, rounds - 1,
                               why)
                 : fmt::format("{} of {} rounds: {}", rounds, plan.rounds, why);
@@ -96,19 +108,23 @@ std::string FormatTable(const Plan& plan, const CheckReport& report) {
   out += fmt::format("summary: {} passed, {} failed, {} not applicable, {} reported", report.passed,
                      report.failed, report.not_applicable, report.reported);
   if (report.reported > 0) out += " (no-key and bad-key are reported, never counted as passes)";
+  if (report.inconclusive > 0) out += fmt::format(", {} inconclusive", report.inconclusive);
   out += fmt::format("; {} requests in {}", report.requests,
                      retry::FormatDuration(Millis(report.elapsed_ms)));
   if (!plan.count.has_value()) out += "; effects were not counted";
-  return out + "\n";
+  out += "\n";
+  if (!report.cut_short.empty()) out += "could not test: " + report.cut_short + "\n";
+  return out;
 }
 
 std::string FormatJson(const Plan& plan, const CheckReport& report) {
   json::array scenarios;
   for (const ScenarioResult& r : report.results) scenarios.emplace_back(ResultJson(r));
-  json::object summary;
+  json::object summary, reasons;
   for (const std::string& name : plan.scenarios) {
     if (!report.stopped.empty()) break;  // no scenario ran
     summary[name] = std::string(VerdictName(Overall(report.results, name)));
+    reasons[name] = OverallReason(report, name);
   }
   const json::object doc = {
       {"method", plan.target.method},
@@ -130,7 +146,14 @@ std::string FormatJson(const Plan& plan, const CheckReport& report) {
       {"requests", report.requests},
       {"elapsed_ms", report.elapsed_ms},
       {"verdicts", std::move(summary)},
-      {"scenarios", std::move(scenarios)}};
+      {"scenarios", std::move(scenarios)},
+      {"inconclusive", report.inconclusive},
+      {"reasons", std::move(reasons)},
+      {"stop_reason", Nullable(report.stop_reason)},
+      {"could_not_test", Nullable(report.cut_short)},
+      {"bursts", plan.bursts},
+      {"replay_after_ms", plan.replay_after.count()},
+      {"key_format", std::string(KeyFormatName(plan.key_format))}};
   return json::serialize(doc) + "\n";
 }
 

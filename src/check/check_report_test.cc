@@ -74,7 +74,8 @@ TEST(FormatJson, CarriesEveryRoundAndTheDocumentedFields) {
   for (const char* field :
        {"method", "url", "key_header", "rounds", "concurrency", "effects_counted", "count_url",
         "count_pointer", "exit_code", "stopped", "passed", "failed", "not_applicable", "reported",
-        "requests", "elapsed_ms", "verdicts", "scenarios"}) {
+        "requests", "elapsed_ms", "verdicts", "scenarios", "inconclusive", "reasons",
+        "stop_reason", "could_not_test", "bursts", "replay_after_ms", "key_format"}) {
     EXPECT_TRUE(o.contains(field)) << field;
   }
   EXPECT_EQ(o.at("verdicts").at("replay"), "pass");
@@ -83,6 +84,40 @@ TEST(FormatJson, CarriesEveryRoundAndTheDocumentedFields) {
   EXPECT_EQ(s.at("effects"), 1);
   EXPECT_EQ(s.at("exchanges").at(0).at("status"), 201);
   EXPECT_TRUE(s.at("exchanges").at(0).at("error").is_null());
+}
+
+TEST(Overall, AnInconclusiveRoundMakesThePassInconclusive) {
+  const std::vector<ScenarioResult> results = {Result("replay", 1, Verdict::kPass, ""),
+                                               Result("replay", 2, Verdict::kInconclusive, "")};
+  EXPECT_EQ(Overall(results, "replay"), Verdict::kInconclusive);
+  EXPECT_EQ(VerdictName(Verdict::kInconclusive), "inconclusive");
+}
+
+TEST(FormatJson, GivesEachVerdictItsReasonCode) {
+  CheckReport report;
+  ScenarioResult r = Result("replay", 1, Verdict::kInconclusive, "no marker");
+  r.reason = std::string(reason::kNoEvidence);
+  ScenarioResult k = Result("no-key", 1, Verdict::kReported, "refused with 400");
+  k.reason = std::string(reason::kReported);
+  report.results = {r, k};
+  report.inconclusive = 1;
+  report.reported = 1;
+  report.exit_code = kExitUnreachable;
+  report.stop_reason = std::string(stop_reason::kNoVerdict);
+  report.cut_short = "no keyed scenario reached a verdict";
+  Plan plan = TwoRounds();
+  plan.rounds = 1;
+  const boost::json::object o = boost::json::parse(FormatJson(plan, report)).as_object();
+  EXPECT_EQ(o.at("verdicts").at("replay"), "inconclusive");
+  EXPECT_EQ(o.at("reasons").at("replay"), "no-evidence");
+  EXPECT_EQ(o.at("reasons").at("no-key"), "reported");
+  EXPECT_EQ(o.at("scenarios").at(0).at("reason"), "no-evidence");
+  EXPECT_EQ(o.at("stop_reason"), "no-verdict");
+  EXPECT_EQ(o.at("inconclusive"), 1);
+  const std::string table = FormatTable(plan, report);
+  EXPECT_THAT(table, HasSubstr("replay       inconclusive    no marker\n"));
+  EXPECT_THAT(table, HasSubstr(", 1 inconclusive;"));
+  EXPECT_THAT(table, HasSubstr("could not test: no keyed scenario reached a verdict\n"));
 }
 
 }  // namespace

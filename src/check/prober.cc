@@ -95,6 +95,12 @@ absl::StatusOr<std::shared_ptr<http::ConnectionPool>> Prober::PoolFor(const http
   return pool;
 }
 
+http::SteadyTime Prober::RequestDeadline() const {
+  const http::SteadyTime now = SteadyClock::now();
+  if (run_deadline_ <= now) return now;
+  return run_deadline_ - now < options_.timeout ? run_deadline_ : now + options_.timeout;
+}
+
 void Prober::RunUntil(const size_t& pending) {
   // run_one, not run: a pool's timers would keep run() waiting.
   ioc_.restart();
@@ -108,7 +114,7 @@ std::vector<http::PooledConnection> Prober::Connect(
   std::vector<http::PooledConnection> connections(n);
   failed.assign(n, absl::OkStatus());
   size_t pending = n;
-  const http::SteadyTime deadline = SteadyClock::now() + options_.timeout;
+  const http::SteadyTime deadline = RequestDeadline();
   for (size_t i = 0; i < n; ++i) {
     pool->AsyncAcquire(deadline, [&, i](http::AcquireResult r) {
       if (r.ok()) {
@@ -152,7 +158,7 @@ std::vector<Answer> Prober::SendTogether(const http::Url& url,
     std::vector<absl::Status> failed;
     std::vector<http::PooledConnection> connections = Connect(*pool, n, failed);
     size_t pending = 0;
-    const http::SteadyTime deadline = SteadyClock::now() + options_.timeout;
+    const http::SteadyTime deadline = RequestDeadline();
     const SteadyClock::time_point start = SteadyClock::now();
     for (size_t i = 0; i < n; ++i) {
       if (!connections[i].valid()) {
@@ -191,7 +197,7 @@ Answer Prober::SendAndHangUp(const http::Url& url, http::Request request) {
     if (!connections[0].valid()) return Failed(failed[0], false);
     SetHost(url, request);
     http::Stream& stream = connections[0].stream();
-    stream.tcp().expires_at(SteadyClock::now() + options_.timeout);
+    stream.tcp().expires_at(RequestDeadline());
     const SteadyClock::time_point start = SteadyClock::now();
     Answer answer;
     size_t pending = 1;

@@ -77,6 +77,9 @@ class Prober final {
 
   int requests_sent() const { return requests_sent_; }
 
+  // No request runs past `deadline` (the whole run's, --deadline), whatever its timeout.
+  void set_deadline(http::SteadyTime deadline) { run_deadline_ = deadline; }
+
  private:
   explicit Prober(ProberOptions options) : options_(std::move(options)) {}
   absl::StatusOr<std::shared_ptr<http::ConnectionPool>> PoolFor(const http::Origin& origin);
@@ -84,12 +87,15 @@ class Prober final {
   std::vector<http::PooledConnection> Connect(const std::shared_ptr<http::ConnectionPool>& pool,
                                               size_t n, std::vector<absl::Status>& failed);
   void RunUntil(const size_t& pending);
+  // Now plus the timeout, never after the run's deadline.
+  http::SteadyTime RequestDeadline() const;
 
   ProberOptions options_;
   std::shared_ptr<boost::asio::ssl::context> tls_;
   boost::asio::io_context ioc_;
   std::map<std::string, std::shared_ptr<http::ConnectionPool>> pools_;
   int requests_sent_ = 0;
+  http::SteadyTime run_deadline_ = http::SteadyTime::max();
 };
 
 }  // namespace idem::check

@@ -18,36 +18,44 @@
 #include "cli/cli_output.h"
 #include "cli/commands.h"
 #include "common/status_macros.h"
+#include "gateway/gateway_config.h"
+#include "idem/retry/duration.h"
 #include "idem/uuid.h"
 
 namespace idem::cli {
 namespace {
 
-constexpr const char* kFooter = R"(Scenarios (each with fresh keys; --only picks some):
+constexpr const char* kFooter = R"footer(Scenarios (each with fresh keys; --only picks some):
   replay       the same key and body twice: the second answer equals the first
   mismatch     the same key with another body: refused with a 4xx (422 per the IETF draft),
                and the first answer unchanged afterwards
-  concurrent   --concurrency requests with one key at once: one answer, or 409 then that answer
+  concurrent   --bursts bursts of --concurrency requests, each burst with one new key at once:
+               one answer, or 409 (or a 5xx) then that answer
   lost-answer  a request whose connection is closed before its answer is read, then its retry:
                the retry gets the one answer, and a later replay agrees
+  retention    the same key again after --replay-after: the first answer (0 skips it)
   no-key       without a key; reported, never counted as a pass
   bad-key      with malformed keys (empty, too long, a control character, a bad sf-string
                escape); reported, never counted as a pass
-With --count-url, each scenario also counts the effects it caused (exactly one per key).
-Run it against an API nobody else is using meanwhile: every effect counted is taken for the
-check's own. A request answered 409 is sent again after its Retry-After (at most 5s, 10 times);
-no other request is ever sent twice by the tool.
+No pass without evidence: answers that agree pass only when a replay marker header showed the
+replay or the effects were counted; else the scenario is "inconclusive (count effects with
+--count-url, or send a replay marker)". With --count-url, each scenario counts the effects it
+caused, once the count has settled (exactly one per key). Run it against an API nobody else is
+using meanwhile: every effect counted is taken for the check's own. A request answered 409 is
+sent again after its Retry-After (at most 5s, 10 times), one answered 5xx up to 4 times with its
+key; no other request is ever sent twice by the tool.
 
 Exit status:
-  0  every applicable scenario passed
+  0  at least one keyed scenario passed with evidence, and none failed
   1  some scenario failed (or the report could not be written)
   2  usage error, or --count-url gives no count
-  3  the URL could not be reached at all (nothing was sent)
+  3  could not test: the URL could not be reached or never answered (or speaks TLS to
+     http://), no keyed scenario reached a verdict, or the --deadline passed
 
 Examples:
   idem check http://127.0.0.1:8080/charges -d '{"amount":4200}' -H 'Content-Type: application/json'
   idem check http://127.0.0.1:8080/charges -d '{"amount":1}' --count-url http://127.0.0.1:9000/stats \
-      --count-pointer /charges --rounds 5 --json)";
+      --count-pointer /charges --rounds 5 --json)footer";
 
 struct CheckFlags {
   std::string url;
@@ -62,6 +70,12 @@ struct CheckFlags {
   std::string only;
   bool json = false;
   std::string timeout = "10s";
+  int bursts = 20;
+  std::string replay_after = "5s";
+  std::string deadline = "2m";
+  std::string key_format = "sf";
+  std::string cacert;
+  std::string max_answer = "16MiB";
 };
 
 bool SameName(std::string_view a, std::string_view b) {
@@ -79,6 +93,10 @@ absl::Status CheckNumbers(const CheckFlags& f) {
   if (f.rounds < 1 || f.rounds > 1000) {
     return absl::InvalidArgumentError(
         fmt::format("--rounds must be from 1 to 1000, got {}", f.rounds));
+  }
+  if (f.bursts < 1 || f.bursts > 1000) {
+    return absl::InvalidArgumentError(
+        fmt::format("--bursts must be from 1 to 1000, got {}", f.bursts));
   }
   const bool token =
       !f.key_header.empty() && std::all_of(f.key_header.begin(), f.key_header.end(), [](char c) {
@@ -121,6 +139,41 @@ absl::StatusOr<std::optional<check::CountSource>> CountSourceOf(const CheckFlags
   return source;
 }
 
+absl::StatusOr<Millis> DurationFlag(std::string_view flag, const std::string& text) {
+  absl::StatusOr<Millis> d = retry::ParseDuration(text);
+  if (!d.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} '{}': {}", flag, text, std::string(d.status().message())));
+  }
+  return *d;
+}
+
+// --replay-after, --deadline, --key-format, --cacert, --max-answer.
+absl::Status ReadRunFlags(const CheckFlags& f, check::Plan& plan) {
+  IDEM_ASSIGN_OR_RETURN(plan.replay_after, DurationFlag("--replay-after", f.replay_after));
+  if (plan.replay_after.count() == 0) {
+    if (!f.only.empty() && f.only.find("retention") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          "--replay-after 0 skips the retention scenario, which --only names");
+    }
+    std::erase(plan.scenarios, "retention");
+  }
+  IDEM_ASSIGN_OR_RETURN(plan.deadline, DurationFlag("--deadline", f.deadline));
+  if (plan.deadline.count() <= 0) {
+    return absl::InvalidArgumentError("--deadline must be more than 0: the whole run is bounded");
+  }
+  IDEM_ASSIGN_OR_RETURN(plan.key_format, check::ParseKeyFormat(f.key_format));
+  absl::StatusOr<int64_t> size = gateway::ParseByteSize(f.max_answer);
+  if (!size.ok() || *size < 1) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--max-answer '{}': give a size of at least 1 byte, such as 64KiB or 16MiB",
+        f.max_answer));
+  }
+  plan.max_answer = static_cast<uint64_t>(*size);
+  plan.cacert = f.cacert;
+  return absl::OkStatus();
+}
+
 // The checked plan: the request is read by idem call's own rules (-X, -d, -H, the URL).
 absl::StatusOr<check::Plan> MakePlan(const CheckFlags& f) {
   IDEM_RETURN_IF_ERROR(CheckNumbers(f));
@@ -149,12 +202,17 @@ absl::StatusOr<check::Plan> MakePlan(const CheckFlags& f) {
   IDEM_ASSIGN_OR_RETURN(plan.count, CountSourceOf(f));
   IDEM_ASSIGN_OR_RETURN(plan.scenarios, check::SelectScenarios(f.only));
   plan.json = f.json;
+  plan.bursts = f.bursts;
+  IDEM_RETURN_IF_ERROR(ReadRunFlags(f, plan));
   return plan;
 }
 
 int RunCheckCommand(const check::Plan& plan) {
   absl::StatusOr<std::unique_ptr<check::Prober>> prober =
-      check::Prober::Create({.timeout = plan.timeout, .max_together = plan.concurrency});
+      check::Prober::Create({.timeout = plan.timeout,
+                             .cacert = plan.cacert,
+                             .max_together = plan.concurrency,
+                             .limits = {.max_body = plan.max_answer}});
   if (!prober.ok()) {
     std::fprintf(stderr, "idem check: %s\n", std::string(prober.status().message()).c_str());
     return check::kExitUsage;
@@ -194,6 +252,23 @@ void AddCheckFlags(CLI::App* check, CheckFlags& f) {
                     "Run only these scenarios, e.g. replay,concurrent (default: all)");
   check->add_flag("--json", f.json, "Print one JSON object instead of the table");
   check->add_option("--timeout", f.timeout, "Time for one request (default 10s)");
+  check->add_option("--bursts", f.bursts,
+                    "Bursts the concurrent scenario sends, each with a new key, 1-1000 "
+                    "(default 20)");
+  check->add_option("--replay-after", f.replay_after,
+                    "retention: send the key again after this long, e.g. 24h for the retention "
+                    "the API promises; 0 skips it (default 5s)");
+  check->add_option("--deadline", f.deadline,
+                    "Time for the whole run; when it passes, the run stops (exit 3) (default "
+                    "2m)");
+  check->add_option("--key-format", f.key_format,
+                    "How keys are written: sf (\"key\", the IETF draft's form), token (an sf "
+                    "token) or raw (the key as is) (default sf)");
+  check->add_option("--cacert", f.cacert,
+                    "Also trust the CA certificates in this PEM file for https://");
+  check->add_option("--max-answer", f.max_answer,
+                    "The largest answer body read, e.g. 64KiB; a larger one is no answer "
+                    "(default 16MiB)");
 }
 
 }  // namespace

@@ -127,14 +127,16 @@ class CheckE2E : public ::testing::Test {
 TEST_F(CheckE2E, EveryScenarioPassesAgainstIdemServeInFrontOfCharges) {
   const std::string url = StartGateway();
   std::vector<std::string> extra = Counted();
-  extra.push_back("--json");
+  for (const char* flag : {"--json", "--replay-after", "1s"}) extra.push_back(flag);
   const RunResult run = Check(url, extra);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const json::object report = Report(run);
-  for (const char* name : {"replay", "mismatch", "concurrent", "lost-answer"}) {
+  for (const char* name : {"replay", "mismatch", "concurrent", "lost-answer", "retention"}) {
     const json::object s = Scenario(report, name);
     EXPECT_EQ(s.at("result"), "pass") << name << ": " << s.at("why");
-    EXPECT_EQ(s.at("effects"), 1) << name;
+    EXPECT_EQ(s.at("reason"), "replay-marker") << name << ": " << s.at("why");
+    // concurrent: 20 bursts (the default), each with a key of its own.
+    EXPECT_EQ(s.at("effects"), std::string(name) == "concurrent" ? 20 : 1) << name;
   }
   EXPECT_EQ(Scenario(report, "no-key").at("result"), "reported");
   EXPECT_EQ(Scenario(report, "bad-key").at("result"), "reported");
@@ -144,35 +146,41 @@ TEST_F(CheckE2E, EveryScenarioPassesAgainstIdemServeInFrontOfCharges) {
   // idem serve without --require-key passes a request without a key through: it runs.
   EXPECT_THAT(Why(report, "no-key"), HasSubstr("answered 201"));
   EXPECT_EQ(Scenario(report, "no-key").at("effects"), 1);
-  EXPECT_EQ(report.at("passed"), 4);
+  EXPECT_EQ(report.at("passed"), 5);
   EXPECT_EQ(report.at("reported"), 2);
+  EXPECT_EQ(report.at("inconclusive"), 0);
   EXPECT_EQ(report.at("exit_code"), 0);
+  EXPECT_TRUE(report.at("stop_reason").is_null());
+  EXPECT_EQ(report.at("reasons").at("no-key"), "reported");
 }
 
 TEST_F(CheckE2E, TheTableShowsARowPerScenarioAndASummaryOverRounds) {
   const std::string url = StartGateway();
   std::vector<std::string> extra = Counted();
-  for (const char* flag : {"--rounds", "2", "--only", "replay,concurrent,no-key"}) {
+  for (const char* flag :
+       {"--rounds", "2", "--only", "replay,concurrent,no-key", "--bursts", "2"}) {
     extra.push_back(flag);
   }
   const RunResult run = Check(url, extra);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("idem check POST " + url +
-                                    ": 2 rounds, 8 at once, effects "
+                                    ": 2 rounds, 8 at once in 2 bursts, effects "
                                     "counted by GET " +
                                     ChargesUrl("/stats") + " at /charges"));
   EXPECT_THAT(run.output, HasSubstr("replay       pass            2 of 2 rounds: "));
-  EXPECT_THAT(run.output, HasSubstr("concurrent   pass            2 of 2 rounds: all 8 requests "
-                                    "with one key hold one answer (201)"));
+  EXPECT_THAT(run.output, HasSubstr("concurrent   pass            2 of 2 rounds: 2 bursts, each "
+                                    "with a new key: all 8 requests with one key hold one answer "
+                                    "(201)"));
   EXPECT_THAT(run.output, HasSubstr("no-key       reported        2 of 2 rounds: "));
   EXPECT_THAT(run.output, HasSubstr("summary: 2 passed, 0 failed, 0 not applicable, 1 reported"));
   EXPECT_EQ(run.output.find("mismatch"), std::string::npos);
-  EXPECT_EQ(ChargesStat("charges"), 2 + 2 + 2);  // one per keyed scenario and round, and no-key
+  // One per key (replay 1, concurrent 2 bursts) and round, and no-key's.
+  EXPECT_EQ(ChargesStat("charges"), 2 * (1 + 2 + 1));
 }
 
 TEST_F(CheckE2E, ReplayConcurrentAndLostAnswerFailAgainstChargesAloneNamingTheDoubleEffects) {
   std::vector<std::string> extra = Counted();
-  extra.push_back("--json");
+  for (const char* flag : {"--json", "--replay-after", "1s"}) extra.push_back(flag);
   const RunResult run = Check(ChargesUrl("/charges"), extra);
   ASSERT_EQ(run.exit_code, 1) << run.output;
   const json::object report = Report(run);
@@ -186,10 +194,14 @@ TEST_F(CheckE2E, ReplayConcurrentAndLostAnswerFailAgainstChargesAloneNamingTheDo
   EXPECT_THAT(Why(report, "lost-answer"), HasSubstr("3 effects for one key (expected 1)"));
   EXPECT_EQ(Scenario(report, "mismatch").at("result"), "fail");
   EXPECT_THAT(Why(report, "mismatch"), HasSubstr("was answered 201"));
-  // Bounded: replay 2, mismatch 2 (it stops at the body that was not refused), concurrent 8,
-  // lost-answer 3, no-key 1, bad-key 4 POSTs: no request sent twice by the tool.
-  EXPECT_EQ(ChargesStat("calls"), 20);
-  EXPECT_EQ(report.at("failed"), 4);
+  EXPECT_EQ(Scenario(report, "retention").at("reason"), "key-forgotten");
+  EXPECT_EQ(report.at("reasons").at("replay"), "other-answer");
+  EXPECT_EQ(report.at("reasons").at("concurrent"), "several-answers");
+  // Bounded: replay 2, mismatch 2 (it stops at the body that was not refused), concurrent 8
+  // (it stops at the first burst that failed), lost-answer 3, retention 2, no-key 1, bad-key 4
+  // POSTs: no request sent twice by the tool.
+  EXPECT_EQ(ChargesStat("calls"), 22);
+  EXPECT_EQ(report.at("failed"), 5);
 }
 
 TEST_F(CheckE2E, AServerThatReplaysAnotherBodyFailsReplay) {
@@ -249,14 +261,17 @@ TEST_F(CheckE2E, A409ThatNeverEndsIsResentABoundedNumberOfTimes) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
 }
 
-TEST_F(CheckE2E, ARequestThatIsNeverAnsweredEndsAtTheTimeoutAndIsNotResent) {
+TEST_F(CheckE2E, ARequestThatIsNeverAnsweredEndsTheRunAtTheTimeoutWithExit3) {
   ScriptedUpstream server([](const std::string&) {
     std::this_thread::sleep_for(std::chrono::seconds(4));  // the answer comes too late
     return ScriptedUpstream::Reply{ScriptedUpstream::Answer("201 Created", "{}")};
   });
   const RunResult run =
       Check(server.Url() + "/charges", {"--only", "replay", "--timeout", "500ms", "--json"});
-  ASSERT_EQ(run.exit_code, 1) << run.output;
+  ASSERT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_EQ(Report(run).at("stop_reason"), "no-answer");
+  EXPECT_THAT(std::string(Report(run).at("stopped").as_string()),
+              HasSubstr("accepted the connection but never answered"));
   const json::object replay = Scenario(Report(run), "replay");
   EXPECT_THAT(std::string(replay.at("why").as_string()),
               HasSubstr("the first request with a fresh key got no answer"));
@@ -270,6 +285,9 @@ TEST_F(CheckE2E, AnUnreachableUrlExits3AndSendsNothing) {
   const RunResult run = Check(url);
   EXPECT_EQ(run.exit_code, 3) << run.output;
   EXPECT_THAT(run.output, HasSubstr("stopped: cannot reach " + url));
+  const RunResult json_run = Check(url, {"--json"});
+  EXPECT_EQ(json_run.exit_code, 3) << json_run.output;
+  EXPECT_EQ(Report(json_run).at("stop_reason"), "unreachable");
 }
 
 TEST_F(CheckE2E, ACountUrlThatGivesNoCountIsAUsageErrorBeforeAnyRequest) {
@@ -293,6 +311,13 @@ TEST_F(CheckE2E, BadFlagsAreUsageErrors) {
            {"--count-url", "ftp://127.0.0.1/stats"},
            {"--key-header", "Bad Name"},
            {"-H", "idempotency-key: \"mine\""},
+           {"--bursts", "0"},
+           {"--replay-after", "soon"},
+           {"--only", "retention", "--replay-after", "0"},
+           {"--deadline", "0"},
+           {"--key-format", "quoted"},
+           {"--max-answer", "0"},
+           {"--cacert", "/nonexistent/ca.pem"},
            {"--bogus"}}) {
     const RunResult run = Check(url, flags);
     EXPECT_EQ(run.exit_code, 2) << flags[0] << ": " << run.output;
