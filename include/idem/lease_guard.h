@@ -14,9 +14,9 @@
 // same method again and the store resolves it by reading the record (Store::ApplyLeaseBatch):
 // still this holder's claim, the write carries on from what the store holds; the record already
 // holding this outcome, it is done; someone else's record, Aborted. Per call:
-//  - Acquire sends a claim that came back Unavailable once more itself, with the same owner, so
-//    a claim that went through is found as this acquisition's own (owners are unique per
-//    acquisition); if that fails too, Unavailable: a claim that did go through stays in_progress
+//  - Acquire sends a claim that came back Unavailable once more itself, with the same nonce (a
+//    random 128-bit LeaseWrite::claim_nonce drawn for each acquisition), so a claim that went
+//    through is found as this acquisition's own and never as another's; if that fails too, Unavailable: a claim that did go through stays in_progress
 //    until its lease lapses, and then the next Acquire of the same request takes it over.
 //  - Heartbeat again: the new lease end while the claim is this holder's; Aborted once it is not.
 //  - Finish again with the same response: its result once the outcome is recorded (also when the
@@ -52,9 +52,10 @@ struct LeaseOptions {
   Millis lease = 30s;
   // Decides completed / failed_final / transient from the effect's response status.
   OutcomeClassifier classifier;
-  // Names the holder in the record. Default (empty): "HOST:PID:N", unique per guard. Each
-  // acquisition records it as "OWNER/M", M counting the guard's acquisitions, so that no two
-  // acquisitions share an owner (a claim whose acknowledgement was lost is recognised by it).
+  // Names the holder in the record, for people. Default (empty): "HOST:PID:N". Each acquisition
+  // records it as "OWNER/M", M counting the guard's acquisitions. Two guards may share it (two
+  // processes given one name, PID 1 of two containers on one host): it never decides whose a
+  // record is; a claim whose acknowledgement was lost is recognised by its nonce alone.
   std::string owner;
 };
 

@@ -61,6 +61,11 @@ struct KeyRecord {
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
   int64_t expires_ms = 0;     // at and after this instant the record counts as absent
+  // in_progress: the nonce of the claim that holds it (LeaseWrite::claim_nonce), empty when that
+  // claim gave none (Store::Claim, Store::TakeOver, transaction mode). What tells a claim whose
+  // acknowledgement was lost that the record is its own; `owner` is a label for people and
+  // decides nothing. Finished records: unspecified (a store may keep or drop it).
+  std::string claim_nonce;
 
   friend bool operator==(const KeyRecord&, const KeyRecord&) = default;
 };

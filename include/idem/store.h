@@ -114,10 +114,12 @@ struct LeaseWrite {
   Kind kind = Kind::kClaim;
   Scope scope;
   std::string fingerprint;  // kClaim
-  std::string owner;        // kClaim
-  // kClaim: `owner` is this claim's alone (no other claim, concurrent or later, uses it), so a
-  // record of this owner and fingerprint can only be this claim's own, written by an earlier
-  // attempt whose acknowledgement was lost (see ApplyLeaseBatch). Default false.
+  // kClaim: who claims, a label for people (shown by `idem keys`, named in errors). Two claims
+  // may share it (two processes configured alike, two requests with one X-Request-Id): it never
+  // decides whose a record is.
+  std::string owner;
+  // Deprecated, not read: a record used to be recognised as a claim's own by its owner, which two
+  // claimers could share and both be told they hold the key. Set claim_nonce instead.
   bool unique_owner = false;
   Millis lease{0};          // kClaim, kHeartbeat: the lease runs to the store's now + lease
   int64_t fence = 0;        // every kind but kClaim: the fence the writer holds
@@ -126,6 +128,13 @@ struct LeaseWrite {
   // outcome replaces it; returned by Get and List. idem serve keeps there the request it forwards,
   // to recover the claim if its holder dies (docs/gateway.md, "Recovering lapsed claims").
   StoredResponse response;
+  // kClaim: this claim attempt's nonce, kept in the in_progress record it wins
+  // (KeyRecord::claim_nonce): a record in_progress with this nonce and fingerprint is this
+  // claim's own, written by an earlier attempt whose acknowledgement was lost (see
+  // ApplyLeaseBatch). Draw it with NewClaimNonce() (idem/uuid.h) for each claim attempt, send the
+  // same write again with it, never take it from client input. Empty (default): the claim has
+  // none, and a record it wrote blocks its retry like any other.
+  std::string claim_nonce;
 };
 
 struct LeaseWriteResult {
@@ -230,17 +239,16 @@ class Store {
   //    returned unclaimed, like a live one.
   //  - kComplete and kFailFinal are idempotent: on a record already finished with the same fence,
   //    state and response they return OK and change nothing.
-  //  - kClaim with unique_owner that finds a live in_progress record of its owner and fingerprint
-  //    returns it claimed, unchanged (its fence and lease end as stored; taken_over when that
-  //    record took a lapsed lease over): it is this claim's own, written by an earlier attempt.
-  //    Set unique_owner only for an owner no other claim uses (one per request, one per
-  //    acquisition): two claimers sharing it would both be told they hold the key. Without it,
-  //    such a record blocks the claim like any other (claimed false).
+  //  - kClaim with a claim_nonce that finds a live in_progress record of its claim_nonce and
+  //    fingerprint returns it claimed, unchanged (its fence and lease end as stored; taken_over
+  //    when that record took a lapsed lease over): it is this claim's own, written by an earlier
+  //    attempt. The owner label plays no part: a claim of the same owner and another nonce (or
+  //    none) is blocked by that record like any other (claimed false).
   // A result is returned only once the batch's commit is durable.
   // Lost acknowledgements: a call that returns Unavailable may have been applied (the message
   // says when its outcome is unknown: a connection lost during COMMIT, a JetStream write that
   // timed out). Send the same writes again: each is resolved by the record it finds, never
-  // guessed. A claim with unique_owner finds its own record (above); a heartbeat of a claim
+  // guessed. A claim with a claim_nonce finds its own record (above); a heartbeat of a claim
   // still in_progress with its fence extends the lease again and returns the new end; a complete
   // or fail_final finds its own outcome (above); a release finds the key not live (OK, as
   // Release). A record of another fence (taken over after a lapse, or released and claimed

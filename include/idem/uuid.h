@@ -89,6 +89,11 @@ class UuidV7Generator final {
 // random bits from the operating system; a child process after fork() gets its own generator).
 std::string NewUuidV7();
 
+// Returns 128 bits from the operating system's random source as 32 lowercase hex digits: a
+// claim's nonce (LeaseWrite::claim_nonce), unique to one claim attempt and not derivable from
+// anything a client sends or an operator configures.
+std::string NewClaimNonce();
+
 }  // namespace idem
 
 #endif  // IDEM_UUID_H_

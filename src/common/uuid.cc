@@ -145,4 +145,17 @@ std::string NewUuidV7() {
   return generator->Next().ToString();
 }
 
+std::string NewClaimNonce() {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::array<std::uint8_t, 16> bytes;
+  FillFromOs(bytes);
+  std::string text;
+  text.reserve(2 * bytes.size());
+  for (std::uint8_t byte : bytes) {
+    text.push_back(kDigits[byte >> 4]);
+    text.push_back(kDigits[byte & 0xF]);
+  }
+  return text;
+}
+
 }  // namespace idem

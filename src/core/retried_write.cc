@@ -5,8 +5,9 @@
 namespace idem {
 
 bool IsOwnClaim(const LeaseWrite& write, const KeyRecord& found) {
-  return write.kind == LeaseWrite::Kind::kClaim && write.unique_owner &&
-         found.state == KeyState::kInProgress && found.owner == write.owner &&
+  // The nonce alone: an owner label may be shared by two claimers (idem/store.h, LeaseWrite).
+  return write.kind == LeaseWrite::Kind::kClaim && !write.claim_nonce.empty() &&
+         found.state == KeyState::kInProgress && found.claim_nonce == write.claim_nonce &&
          found.fingerprint == write.fingerprint;
 }
 

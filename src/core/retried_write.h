@@ -13,8 +13,8 @@
 namespace idem {
 
 // true when `found`, the live record that blocked the claim `write`, is that claim's own record,
-// written by an earlier attempt of the same claim: the claim's owner is unique to it
-// (LeaseWrite::unique_owner) and `found` is in_progress with that owner and fingerprint.
+// written by an earlier attempt of the same claim: the claim has a nonce
+// (LeaseWrite::claim_nonce) and `found` is in_progress with that nonce and fingerprint.
 bool IsOwnClaim(const LeaseWrite& write, const KeyRecord& found);
 
 // The result of a claim that found its own record `found` (IsOwnClaim): claimed, with the record

@@ -24,6 +24,7 @@
 #include "gateway/status_takeover.h"
 #include "idem/retry/backoff.h"
 #include "idem/retry/deadline.h"
+#include "idem/uuid.h"
 
 namespace idem::gateway {
 namespace {
@@ -186,8 +187,9 @@ asio::awaitable<GuardedAnswer> Execute(GatewayContext& ctx, UpstreamPool& pool, 
   co_return co_await RecordOutcome(ctx, route, guarded, ticket, fence, std::move(upstream));
 }
 
-// This request's lease owner name: unique per request, so a read tells whether a claim whose
-// acknowledgement was lost was applied.
+// This request's lease owner: a label for people (`idem keys`), the gateway's name and the
+// request id, which the client may send and so may share with another request. Whose a record
+// is, is told by the claim's nonce alone (ResolveClaim).
 std::string OwnerOf(const GatewayContext& ctx, const std::string& request_id) {
   std::string owner;  // sized once: `a + "/" + b` grows its first temporary again
   owner.reserve(ctx.owner.size() + 1 + request_id.size());
@@ -197,11 +199,12 @@ std::string OwnerOf(const GatewayContext& ctx, const std::string& request_id) {
 
 // A claim whose write failed with Unavailable or DeadlineExceeded may have been applied (its
 // acknowledgement lost). Reads the key, with backoff while the store does not answer, until
-// `until`: the record when the key is in_progress under `owner` (this request holds it), else
-// nullopt (the claim was not applied, or the store did not answer in time).
+// `until`: the record when the key is in_progress with `claim_nonce`, the nonce this claim
+// attempt drew (it holds the key), else nullopt (the claim was not applied, or the store did not
+// answer in time). Never the owner: another request may send the same X-Request-Id.
 asio::awaitable<std::optional<KeyRecord>> ResolveClaim(GatewayContext& ctx,
                                                        const GuardedRequest& guarded,
-                                                       const std::string& owner,
+                                                       const std::string& claim_nonce,
                                                        Steady::time_point until) {
   retry::Backoff backoff =
       *retry::Backoff::Create({.jitter = retry::Jitter::kFull, .base = 50ms, .cap = 500ms},
@@ -211,7 +214,7 @@ asio::awaitable<std::optional<KeyRecord>> ResolveClaim(GatewayContext& ctx,
     KeyOp op{.kind = KeyOp::Kind::kGet, .scope = guarded.scope};
     KeyOpResult got = co_await AwaitKeyOp(ctx, std::move(op));
     if (got.status.ok()) {
-      if (got.record.state == KeyState::kInProgress && got.record.owner == owner)
+      if (got.record.state == KeyState::kInProgress && got.record.claim_nonce == claim_nonce)
         co_return std::move(got.record);
       co_return std::nullopt;
     }
@@ -247,17 +250,20 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
                                   : StoredResponse{};
   for (;;) {
     const auto sent = Steady::now();
+    // Unique to this claim attempt and unguessable: what tells its record from another's.
+    const std::string nonce = NewClaimNonce();
     // GCC 12 miscompiles aggregate temporaries inside co_await expressions: name them first.
     KeyOp op{.kind = KeyOp::Kind::kClaim,
              .scope = guarded.scope,
              .fingerprint = guarded.fingerprint,
              .owner = OwnerOf(ctx, request_id),
              .lease = ctx.config.lease,
-             .response = note};
+             .response = note,
+             .claim_nonce = nonce};
     KeyOpResult claim = co_await AwaitKeyOp(ctx, std::move(op));
     if (absl::IsUnavailable(claim.status) || absl::IsDeadlineExceeded(claim.status)) {
-      std::optional<KeyRecord> ours = co_await ResolveClaim(ctx, guarded, OwnerOf(ctx, request_id),
-                                                            sent + ctx.config.record_wait);
+      std::optional<KeyRecord> ours =
+          co_await ResolveClaim(ctx, guarded, nonce, sent + ctx.config.record_wait);
       if (!ours.has_value()) co_return StoreFailure(claim.status, request_id);
       spdlog::info(
           "{}: the claim of key {} was applied although the store reported {}; "

@@ -31,7 +31,8 @@ LeaseWrite ToLeaseWrite(KeyOp op) {
           .owner = std::move(op.owner),
           .lease = op.lease,
           .fence = op.fence,
-          .response = std::move(op.response)};
+          .response = std::move(op.response),
+          .claim_nonce = std::move(op.claim_nonce)};
 }
 
 KeyOpResult FromLeaseWriteResult(LeaseWriteResult result) {

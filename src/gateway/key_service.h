@@ -37,6 +37,7 @@ struct KeyOp {
   Millis lease{0};          // kClaim, kHeartbeat
   int64_t fence = 0;        // kHeartbeat, kComplete, kFailFinal, kRelease
   StoredResponse response;  // kComplete, kFailFinal
+  std::string claim_nonce;  // kClaim: LeaseWrite::claim_nonce, drawn per claim attempt
 };
 
 struct KeyOpResult {

@@ -10,6 +10,7 @@
 
 #include "common/status_macros.h"
 #include "guard/replay.h"
+#include "idem/uuid.h"
 
 namespace idem {
 namespace {
@@ -156,15 +157,16 @@ absl::StatusOr<LeaseWriteResult> LeaseGuard::Claim(const LeaseWrite& claim) {
 absl::StatusOr<LeaseAcquisition> LeaseGuard::Acquire(const Scope& scope,
                                                      std::string_view fingerprint,
                                                      StoredResponse note) {
-  // An owner of this acquisition alone: the store recognises a claim of it that went through
-  // as this acquisition's own, never as another thread's of the same guard.
+  // A nonce of this acquisition alone: the store recognises a claim of it that went through as
+  // this acquisition's own, never as another's, whatever owner label they share (two processes
+  // configured alike, or PID 1 of two containers on one host).
   const LeaseWrite claim{.kind = LeaseWrite::Kind::kClaim,
                          .scope = scope,
                          .fingerprint = std::string(fingerprint),
                          .owner = fmt::format("{}/{}", options_.owner, ++acquisitions_),
-                         .unique_owner = true,
                          .lease = options_.lease,
-                         .response = std::move(note)};
+                         .response = std::move(note),
+                         .claim_nonce = NewClaimNonce()};
   absl::StatusOr<LeaseWriteResult> claimed = Claim(claim);
   // Unavailable: the claim may have gone through with its answer lost. The same claim again is
   // answered from the record: claimed if it is this acquisition's.

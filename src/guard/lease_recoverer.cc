@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "guard/replay.h"
+#include "idem/uuid.h"
 
 namespace idem {
 namespace {
@@ -128,14 +129,14 @@ void LeaseRecoverer::Recover(const KeyRecord& record, const Resolver& resolver,
                     .created_ms = record.created_ms};
   claim.attempt = TakeAttempts(claim.note) + 1;
   // The same claim a retry of the request would make, so that one claimer wins the key; its
-  // owner is this takeover's alone, so a claim whose answer was lost is found as its own.
+  // nonce is this takeover's alone, so a claim whose answer was lost is found as its own.
   const LeaseWrite take{.kind = LeaseWrite::Kind::kClaim,
                         .scope = record.scope,
                         .fingerprint = record.fingerprint,
                         .owner = fmt::format("{}/recover-{}", options_.owner, ++takeovers_),
-                        .unique_owner = true,
                         .lease = options_.lease,
-                        .response = WithAttempts(claim.note, claim.attempt)};
+                        .response = WithAttempts(claim.note, claim.attempt),
+                        .claim_nonce = NewClaimNonce()};
   LeaseWriteResult held = ApplyOne(store_, take);
   if (!held.status.ok()) {
     ++report.skipped;

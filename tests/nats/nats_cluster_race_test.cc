@@ -102,8 +102,8 @@ TEST(NatsClusterRace, EveryLapsedClaimTakenOverByManyThreadsAtOnceHasExactlyOneW
                               .scope = MakeScope("lapsed-" + std::to_string(k)),
                               .fingerprint = testing::kFingerprint,
                               .owner = "taker-" + std::to_string(t),
-                              .unique_owner = true,
-                              .lease = testing::kLease};
+                              .lease = testing::kLease,
+                              .claim_nonce = "taker-" + std::to_string(t * kKeys + k)};
         auto batch = stores[t]->ApplyLeaseBatch({&take, 1});
         results[k][t] = batch.ok() ? (*batch)[0] : LeaseWriteResult{.status = batch.status()};
       }

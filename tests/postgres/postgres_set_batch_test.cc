@@ -143,7 +143,7 @@ TEST_F(PostgresSetBatch, ABatchMixingNewTakenFoundAndExpiredClaimsGivesEachItsOw
                   .status.ok());
   clock_.Advance(2h);  // every record so far has expired
   LeaseWrite own = Claim("own", "request-7");
-  own.unique_owner = true;
+  own.claim_nonce = "0123456789abcdef0123456789abcdef";
   const std::vector<LeaseWriteResult> renewed = Apply({own, Claim("fresh-1")});
   ASSERT_TRUE(renewed[0].claimed);
   LeaseWrite other_fingerprint = Claim("busy", "x");

@@ -1,6 +1,7 @@
 // The lease guard suite, lost acknowledgements: what a LeaseGuard caller gets when a write went
 // through but its answer was lost, or the store is down for a while (LostAckStore), and the
 // keep-and-retry loop LeasedKey::FinishRetrying.
+#include <memory>
 #include <stop_token>
 
 #include "guard/testing/guard_store_test.h"
@@ -49,6 +50,36 @@ TEST_P(LeaseGuardTest, TwoAcquisitionsOfOneGuardNeverBothHoldTheKey) {
   auto record = store_->Get(scope_);
   ASSERT_TRUE(record.ok());
   EXPECT_EQ(record->owner, "a/1");
+}
+
+// Issue 37, item 3b: two processes given one owner name ("orders-worker"; or PID 1 of two
+// containers on one host, with the default owner), each with its own store handle, acquire one
+// request: once with every acknowledgement arriving, once with the first one's claim answer lost.
+// Only one of them gets to run the effect.
+TEST_P(LeaseGuardTest, TwoGuardsSharingAnOwnerNameNeverBothRunTheEffect) {
+  std::unique_ptr<Store> second_process = OpenOrDie();
+  ASSERT_NE(second_process, nullptr);
+  for (const bool lose_first_ack : {false, true}) {
+    const Scope scope{scope_.tenant, scope_.key + (lose_first_ack ? "-lost-ack" : "")};
+    LostAckStore lossy(*store_);
+    LeaseGuard first(lossy, Options("orders-worker"));
+    LeaseGuard second(*second_process, Options("orders-worker"));
+    if (lose_first_ack) lossy.LoseAcks(Kind::kClaim);
+    auto by_first = first.Acquire(scope, "fp");
+    ASSERT_TRUE(by_first.ok()) << by_first.status();
+    auto by_second = second.Acquire(scope, "fp");
+    ASSERT_TRUE(by_second.ok()) << by_second.status();
+    const int runs = (by_first->key.has_value() ? 1 : 0) + (by_second->key.has_value() ? 1 : 0);
+    EXPECT_EQ(runs, 1) << "lost ack: " << lose_first_ack;
+    EXPECT_TRUE(by_first->key.has_value());
+    EXPECT_TRUE(by_second->in_flight.has_value());
+    EXPECT_EQ(lossy.acks_lost(), lose_first_ack ? 1 : 0);
+    auto record = store_->Get(scope);
+    ASSERT_TRUE(record.ok()) << record.status();
+    EXPECT_EQ(record->owner, "orders-worker/1");  // the label both processes wrote
+    ASSERT_TRUE(by_first->key.has_value());
+    ASSERT_TRUE(by_first->key->Finish(ok_).ok());
+  }
 }
 
 TEST_P(LeaseGuardTest, HeartbeatFinishAndReleaseAfterALostAckAreResolvedByCallingAgain) {

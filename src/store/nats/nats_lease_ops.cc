@@ -42,6 +42,7 @@ KeyRecord FreshClaim(const LeaseWrite& write, int64_t now, Millis retention) {
   record.fingerprint = write.fingerprint;
   record.state = KeyState::kInProgress;
   record.owner = write.owner;
+  record.claim_nonce = write.claim_nonce;
   record.lease_until_ms = now + write.lease.count();
   record.created_ms = now;
   record.updated_ms = now;
@@ -57,6 +58,7 @@ KeyRecord TakenOver(KeyRecord live, const std::string& owner, Millis lease, int6
   live.response = std::move(note);
   live.fence = 0;
   live.owner = owner;
+  live.claim_nonce.clear();  // the lapsed holder's is not the taker's
   live.lease_until_ms = now + lease.count();
   live.updated_ms = now;
   live.expires_ms = std::max(live.expires_ms, live.lease_until_ms);
@@ -83,6 +85,7 @@ LeaseStep DecideClaim(const LeaseRules& rules, const LeaseWrite& write, bool bat
       return step;
     }
     next = TakenOver(live, write.owner, write.lease, now, write.response);
+    next.claim_nonce = write.claim_nonce;
     step.result.taken_over = true;
   } else {
     next = FreshClaim(write, now, rules.retention);

@@ -9,6 +9,9 @@ namespace idem::nats {
 namespace {
 
 constexpr std::string_view kMagic("IDEMKV1\n", 8);
+// Version 2: version 1's fields, then the claim's nonce (KeyRecord::claim_nonce). Only an
+// in_progress record with a nonce is written so, so older idem reads every other record.
+constexpr std::string_view kMagicWithNonce("IDEMKV2\n", 8);
 
 void PutU32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -75,7 +78,8 @@ HashedScope HashScope(const Scope& scope, int shards) {
 }
 
 std::string EncodeRecord(const KeyRecord& r) {
-  std::string out(kMagic);
+  const bool nonce = r.state == KeyState::kInProgress && !r.claim_nonce.empty();
+  std::string out(nonce ? kMagicWithNonce : kMagic);
   out.push_back(static_cast<char>(static_cast<int>(r.state)));
   PutI64(out, r.fence);
   PutI64(out, r.lease_until_ms);
@@ -93,11 +97,13 @@ std::string EncodeRecord(const KeyRecord& r) {
     PutString(out, h.value);
   }
   PutString(out, r.response.body);
+  if (nonce) PutString(out, r.claim_nonce);
   return out;
 }
 
 absl::StatusOr<KeyRecord> DecodeRecord(std::string_view value) {
-  if (!value.starts_with(kMagic)) {
+  const bool nonce = value.starts_with(kMagicWithNonce);
+  if (!nonce && !value.starts_with(kMagic)) {
     return absl::FailedPreconditionError(
         "the bucket holds a value that is not an idem key record: the bucket is shared with "
         "another program; give idem a bucket of its own (bucket=NAME in the store URI)");
@@ -123,6 +129,7 @@ absl::StatusOr<KeyRecord> DecodeRecord(std::string_view value) {
     r.response.headers.push_back(std::move(h));
   }
   r.response.body = in.String();
+  if (nonce) r.claim_nonce = in.String();
   if (!in.ok() || !in.at_end() || state < 1 || state > 3) {
     return absl::DataLossError(
         "an idem key record in the bucket is truncated or malformed; purge the key");

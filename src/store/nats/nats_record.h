@@ -5,7 +5,8 @@
 // the scope (tenant and key, length-prefixed), and the value carries the scope itself: a read
 // checks that the record it found is the scope it asked for.
 //
-// persisted: the value's layout is versioned by its magic ("IDEMKV1\n"); never change version 1.
+// persisted: the value's layout is versioned by its magic ("IDEMKV1\n", "IDEMKV2\n": version 1
+// and the claim's nonce); never change a version.
 //
 // Thread-safety: pure functions.
 #ifndef IDEM_STORE_NATS_NATS_RECORD_H_

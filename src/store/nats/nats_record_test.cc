@@ -31,6 +31,26 @@ TEST(NatsRecord, RoundTripsEveryFieldByteForByte) {
   EXPECT_EQ(*back, Sample());
 }
 
+TEST(NatsRecord, AnInProgressRecordKeepsItsClaimNonceAndOthersAreWrittenAsVersionOne) {
+  KeyRecord held = Sample();
+  held.state = KeyState::kInProgress;
+  held.claim_nonce = std::string(32, 'a');
+  const std::string encoded = EncodeRecord(held);
+  EXPECT_TRUE(encoded.starts_with("IDEMKV2\n"));
+  absl::StatusOr<KeyRecord> back = DecodeRecord(encoded);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, held);
+  // Without a nonce, or once finished, the record is version 1, which older idem reads.
+  held.claim_nonce.clear();
+  EXPECT_TRUE(EncodeRecord(held).starts_with("IDEMKV1\n"));
+  KeyRecord finished = Sample();
+  finished.claim_nonce = std::string(32, 'b');
+  EXPECT_TRUE(EncodeRecord(finished).starts_with("IDEMKV1\n"));
+  back = DecodeRecord(EncodeRecord(finished));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->claim_nonce, "");
+}
+
 TEST(NatsRecord, AValueThatIsNotIdemsIsFailedPrecondition) {
   EXPECT_EQ(DecodeRecord("{\"hello\":1}").status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(DecodeRecord("").status().code(), absl::StatusCode::kFailedPrecondition);

@@ -5,6 +5,6 @@
 
 #define IDEM_PG_KEY_COLUMNS                                                                 \
   " tenant, key, fingerprint, state, fence, owner, lease_until_ms, status, headers, body, " \
-  "created_ms, updated_ms, expires_ms "
+  "created_ms, updated_ms, expires_ms, claim_nonce "
 
 #endif  // IDEM_STORE_POSTGRES_PG_KEY_COLUMNS_H_

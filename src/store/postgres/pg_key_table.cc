@@ -33,6 +33,7 @@ KeyRecord ReadRecord(const PGresult* result, int row) {
   record.created_ms = Int(result, row, 10);
   record.updated_ms = Int(result, row, 11);
   record.expires_ms = Int(result, row, 12);
+  record.claim_nonce = PQgetvalue(result, row, 13);  // "" for NULL
   return record;
 }
 
@@ -71,11 +72,11 @@ Statement ReplaceExpiredStatement(const ClaimParams& p, int64_t expected_fence) 
       "UPDATE idem_keys SET fingerprint = $3, state = 1, fence = nextval('idem_fence_seq'), "
       "owner = $4, "
       "lease_until_ms = $6, status = $9, headers = $10, body = $11, created_ms = $5, "
-      "updated_ms = $5, expires_ms = $7 "
+      "updated_ms = $5, expires_ms = $7, claim_nonce = $12 "
       "WHERE tenant = $1 AND key = $2 AND fence = $8 AND expires_ms <= $5 "
       "RETURNING" IDEM_PG_KEY_COLUMNS,
       {p.scope.tenant, p.scope.key, p.fingerprint, p.owner, p.now_ms, p.lease_until_ms,
-       p.expires_ms, expected_fence, NoteStatus(p), NoteHeaders(p), NoteBody(p)},
+       p.expires_ms, expected_fence, NoteStatus(p), NoteHeaders(p), NoteBody(p), p.claim_nonce},
       What("claim (replacing an expired record)", p.scope)};
 }
 
@@ -83,11 +84,11 @@ Statement TakeOverLapsedStatement(const ClaimParams& p, int64_t expected_fence) 
   return {
       "UPDATE idem_keys SET fence = nextval('idem_fence_seq'), owner = $3, "
       "lease_until_ms = $5, updated_ms = $4, expires_ms = GREATEST(expires_ms, $5), "
-      "status = $8, headers = $9, body = $10 "
+      "status = $8, headers = $9, body = $10, claim_nonce = $11 "
       "WHERE tenant = $1 AND key = $2 AND fence = $6 AND state = 1 AND fingerprint = $7 "
       "AND lease_until_ms <= $4 AND expires_ms > $4 RETURNING" IDEM_PG_KEY_COLUMNS,
       {p.scope.tenant, p.scope.key, p.owner, p.now_ms, p.lease_until_ms, expected_fence,
-       p.fingerprint, NoteStatus(p), NoteHeaders(p), NoteBody(p)},
+       p.fingerprint, NoteStatus(p), NoteHeaders(p), NoteBody(p), p.claim_nonce},
       What("takeover", p.scope)};
 }
 
@@ -112,11 +113,11 @@ int64_t RowsChanged(const Result& result) {
 Statement InsertClaimStatement(const ClaimParams& p) {
   return {
       "INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
-      "lease_until_ms, created_ms, updated_ms, expires_ms, status, headers, body) "
-      "VALUES ($1, $2, $3, 1, nextval('idem_fence_seq'), $4, $6, $5, $5, $7, $8, $9, $10) "
+      "lease_until_ms, created_ms, updated_ms, expires_ms, status, headers, body, claim_nonce) "
+      "VALUES ($1, $2, $3, 1, nextval('idem_fence_seq'), $4, $6, $5, $5, $7, $8, $9, $10, $11) "
       "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_PG_KEY_COLUMNS,
       {p.scope.tenant, p.scope.key, p.fingerprint, p.owner, p.now_ms, p.lease_until_ms,
-       p.expires_ms, NoteStatus(p), NoteHeaders(p), NoteBody(p)},
+       p.expires_ms, NoteStatus(p), NoteHeaders(p), NoteBody(p), p.claim_nonce},
       What("claim", p.scope)};
 }
 

@@ -26,6 +26,9 @@ struct ClaimParams {
   // The claim's note (LeaseWrite::response of a kClaim), written by every claim and takeover;
   // null: none, an empty note. Not owned.
   const StoredResponse* note = nullptr;
+  // The claim's nonce (LeaseWrite::claim_nonce), written by every claim and takeover; empty:
+  // none, which no retry takes as its own.
+  std::string claim_nonce;
 };
 
 // Claims the key: INSERT … ON CONFLICT DO NOTHING; when a row is there, reads it: an expired one

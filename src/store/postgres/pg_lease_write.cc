@@ -55,7 +55,8 @@ ClaimParams ClaimAt(const LeaseWrite& write, int64_t now, Millis retention) {
           .now_ms = now,
           .lease_until_ms = until,
           .expires_ms = std::max(now + retention.count(), until),
-          .note = &write.response};
+          .note = &write.response,
+          .claim_nonce = write.claim_nonce};
 }
 
 KeyState FinalState(const LeaseWrite& write) {

@@ -4,7 +4,7 @@
 // its heartbeats, its outcomes and its releases in one statement each, the fence checked inside.
 // Then, from the locked rows:
 //  - a claim whose row was locked and not inserted over is reported (another's record, or its
-//    own: LeaseWrite::unique_owner), or written over (an expired record replaced, a lapsed lease
+//    own: LeaseWrite::claim_nonce), or written over (an expired record replaced, a lapsed lease
 //    taken over) by a statement of its own on its locked row;
 //  - a fenced write that changed nothing is explained by its locked row;
 //  - one read explains the writes whose rows were not locked (a claim that lost to a concurrent

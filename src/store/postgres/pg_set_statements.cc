@@ -139,7 +139,7 @@ int64_t ReadKeyTableBytes(const Result& result) {
 
 Statement InsertClaimsStatement(std::span<const LeaseWrite* const> claims,
                                 std::optional<int64_t> now_ms, Millis retention) {
-  TextArray tenants, keys, fingerprints, owners;
+  TextArray tenants, keys, fingerprints, owners, nonces;
   IntArray leases, statuses, header_at, header_len, body_at, body_len;
   std::string headers, bodies;  // the claims' notes, cut by offsets as the outcomes' are
   for (const LeaseWrite* claim : claims) {
@@ -147,6 +147,7 @@ Statement InsertClaimsStatement(std::span<const LeaseWrite* const> claims,
     keys.Add(claim->scope.key);
     fingerprints.Add(claim->fingerprint);
     owners.Add(claim->owner);
+    nonces.Add(claim->claim_nonce);
     leases.Add(claim->lease.count());
     statuses.Add(claim->response.status);
     const std::string encoded = EncodeHeaders(claim->response.headers);
@@ -161,18 +162,18 @@ Statement InsertClaimsStatement(std::span<const LeaseWrite* const> claims,
   // before it in the lock order. The record is kept until the retention ends, and at least as long
   // as the lease.
   return {"INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, lease_until_ms, "
-          "created_ms, updated_ms, expires_ms, status, headers, body) "
+          "created_ms, updated_ms, expires_ms, status, headers, body, claim_nonce) "
           "SELECT u.t, u.k, u.f, 1, nextval('idem_fence_seq'), u.o, c.ms + u.l, c.ms, c.ms, "
           "GREATEST(c.ms + $7, c.ms + u.l), u.st, substring($13::bytea FROM u.ha FOR u.hl), "
-          "substring($14::bytea FROM u.ba FOR u.bl) FROM unnest($1::text[], $2::text[], "
+          "substring($14::bytea FROM u.ba FOR u.bl), u.cn FROM unnest($1::text[], $2::text[], "
           "$3::text[], $4::text[], $5::bigint[], $8::int[], $9::int[], $10::int[], $11::int[], "
-          "$12::int[]) WITH ORDINALITY AS u(t, k, f, o, l, st, ha, hl, ba, bl, n) "
+          "$12::int[], $15::text[]) WITH ORDINALITY AS u(t, k, f, o, l, st, ha, hl, ba, bl, cn, n) "
           "CROSS JOIN " IDEM_PG_BATCH_NOW(6) " ORDER BY u.n "
           "ON CONFLICT (tenant, key) DO NOTHING RETURNING" IDEM_PG_KEY_COLUMNS,
           Params(tenants.Take(), keys.Take(), fingerprints.Take(), owners.Take(), leases.Take(),
                  NowParam(now_ms), retention.count(), statuses.Take(), header_at.Take(),
                  header_len.Take(), body_at.Take(), body_len.Take(), Blob{std::move(headers)},
-                 Blob{std::move(bodies)}),
+                 Blob{std::move(bodies)}, nonces.Take()),
           What("claim", claims.size())};
 }
 

@@ -17,7 +17,7 @@ namespace {
 
 #define IDEM_KEY_COLUMNS                                                                 \
   " tenant, key, fingerprint, state, fence, owner, lease_until, status, headers, body, " \
-  "created, updated, expires "
+  "created, updated, expires, claim_nonce "
 static_assert(std::string_view(IDEM_KEY_COLUMNS) == std::string_view(kKeyColumns));
 
 absl::StatusOr<KeyState> StateFromText(std::string_view text) {
@@ -49,8 +49,8 @@ absl::Status BindScope(Statement& stmt, const Scope& scope) {
   return stmt.BindText(2, scope.key);
 }
 
-// Binds ?1..?7 of a claim: tenant, key, fingerprint, owner, now, lease_until, expires; and ?10,
-// ?11: the host clock's boot and reading.
+// Binds ?1..?7 of a claim: tenant, key, fingerprint, owner, now, lease_until, expires; ?10,
+// ?11: the host clock's boot and reading; ?15: the claim's nonce (NULL when it has none).
 absl::Status BindClaim(Statement& stmt, const ClaimParams& p) {
   IDEM_RETURN_IF_ERROR(BindScope(stmt, p.scope));
   IDEM_RETURN_IF_ERROR(stmt.BindText(3, p.fingerprint));
@@ -58,7 +58,9 @@ absl::Status BindClaim(Statement& stmt, const ClaimParams& p) {
   IDEM_RETURN_IF_ERROR(stmt.BindInt(5, p.now_ms));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(6, p.lease_until_ms));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(7, p.expires_ms));
-  return BindHost(stmt, 10, p.host);
+  IDEM_RETURN_IF_ERROR(BindHost(stmt, 10, p.host));
+  if (p.claim_nonce.empty()) return stmt.BindNull(15);
+  return stmt.BindText(15, p.claim_nonce);
 }
 
 // Binds ?12..?14, the claim's note: status, `headers` (its encoding, which the caller keeps alive
@@ -90,6 +92,7 @@ absl::StatusOr<KeyRecord> ReadRecord(const Statement& row) {
   record.created_ms = row.ColumnInt(10);
   record.updated_ms = row.ColumnInt(11);
   record.expires_ms = row.ColumnInt(12);
+  record.claim_nonce = row.ColumnBytes(13);
   return record;
 }
 
@@ -131,8 +134,9 @@ absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const Cla
       Statement stmt,
       conn.Prepare("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
                    "lease_until, created, updated, expires, lease_boot, lease_host, status, "
-                   "headers, body) VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7, "
-                   "?10, ?11 + ?6 - ?5, ?12, ?13, ?14) ON CONFLICT (tenant, key) DO NOTHING"));
+                   "headers, body, claim_nonce) VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, "
+                   "?5, ?5, ?7, ?10, ?11 + ?6 - ?5, ?12, ?13, ?14, ?15) "
+                   "ON CONFLICT (tenant, key) DO NOTHING"));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
   IDEM_RETURN_IF_ERROR(BindNote(stmt, p, note_headers));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(8, fence));
@@ -144,6 +148,7 @@ absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const Cla
   record->state = KeyState::kInProgress;
   record->fence = fence;
   record->owner = p.owner;
+  record->claim_nonce = p.claim_nonce;
   record->lease_until_ms = p.lease_until_ms;
   record->created_ms = p.now_ms;
   record->updated_ms = p.now_ms;
@@ -159,7 +164,7 @@ absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const 
       conn.Prepare("UPDATE idem_keys SET fingerprint = ?3, state = 'in_progress', "
                    "fence = ?8, owner = ?4, lease_until = ?6, status = 0, headers = x'', "
                    "body = x'', created = ?5, updated = ?5, expires = ?7, lease_boot = ?10, "
-                   "lease_host = ?11 + ?6 - ?5 "
+                   "lease_host = ?11 + ?6 - ?5, claim_nonce = ?15 "
                    "WHERE tenant = ?1 AND key = ?2 AND expires <= ?5 RETURNING" IDEM_KEY_COLUMNS));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(8, fence));
@@ -173,10 +178,11 @@ absl::StatusOr<std::optional<KeyRecord>> TakeOverLapsed(Connection& conn, const 
       Statement stmt,
       conn.Prepare("UPDATE idem_keys SET fence = ?9, owner = ?4, lease_until = ?6, "
                    "updated = ?5, expires = max(expires, ?6), lease_boot = ?10, "
-                   "lease_host = ?11 + ?6 - ?5, status = ?12, headers = ?13, body = ?14 "
-                   "WHERE tenant = ?1 AND key = ?2 AND fence = ?8 AND state = 'in_progress' "
-                   "AND fingerprint = ?3 AND expires > ?5 AND (CASE WHEN lease_boot = ?10 "
-                   "THEN lease_host <= ?11 ELSE lease_until <= ?5 END) "
+                   "lease_host = ?11 + ?6 - ?5, status = ?12, headers = ?13, body = ?14, "
+                   "claim_nonce = ?15 WHERE tenant = ?1 AND key = ?2 AND fence = ?8 "
+                   "AND state = 'in_progress' AND fingerprint = ?3 AND expires > ?5 "
+                   "AND (CASE WHEN lease_boot = ?10 THEN lease_host <= ?11 "
+                   "ELSE lease_until <= ?5 END) "
                    "RETURNING" IDEM_KEY_COLUMNS));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
   IDEM_RETURN_IF_ERROR(BindNote(stmt, p, note_headers));
@@ -207,12 +213,12 @@ absl::StatusOr<std::optional<UpsertedClaim>> ReclaimExisting(Connection& conn,
       Statement stmt,
       conn.Prepare("INSERT INTO idem_keys (tenant, key, fingerprint, state, fence, owner, "
                    "lease_until, created, updated, expires, lease_boot, lease_host, status, "
-                   "headers, body) VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, ?5, ?5, ?7, "
-                   "?10, ?11 + ?6 - ?5, ?12, ?13, ?14) "
+                   "headers, body, claim_nonce) VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, "
+                   "?5, ?5, ?7, ?10, ?11 + ?6 - ?5, ?12, ?13, ?14, ?15) "
                    "ON CONFLICT (tenant, key) DO UPDATE SET fingerprint = ?3, "
                    "state = 'in_progress', fence = ?8, owner = ?4, lease_until = ?6, "
                    "lease_boot = ?10, lease_host = ?11 + ?6 - ?5, "
-                   "status = ?12, headers = ?13, body = ?14, "
+                   "status = ?12, headers = ?13, body = ?14, claim_nonce = ?15, "
                    "created = CASE WHEN expires <= ?5 THEN ?5 ELSE created END, updated = ?5, "
                    "expires = CASE WHEN expires <= ?5 THEN ?7 ELSE max(expires, ?6) END "
                    "WHERE expires <= ?5 OR (state = 'in_progress' AND fingerprint = ?3 AND "
@@ -237,6 +243,7 @@ absl::StatusOr<std::optional<UpsertedClaim>> ReclaimExisting(Connection& conn,
   record.state = KeyState::kInProgress;
   record.fence = fence;
   record.owner = p.owner;
+  record.claim_nonce = p.claim_nonce;
   record.lease_until_ms = p.lease_until_ms;
   record.updated_ms = p.now_ms;
   if (p.note != nullptr) record.response = *p.note;

@@ -41,6 +41,9 @@ struct ClaimParams {
   // The claim's note (LeaseWrite::response of a kClaim), written by every claim and takeover
   // (ReplaceExpired clears it); null: none, an empty note.
   const StoredResponse* note = nullptr;
+  // The claim's nonce (LeaseWrite::claim_nonce), written by every claim and takeover; empty:
+  // none (NULL), which no retry takes as its own.
+  std::string_view claim_nonce = {};
 };
 
 // Fences (idem/store.h, "Fences"): one store-wide counter, table idem_fence. NextFence reads the
@@ -109,7 +112,7 @@ absl::StatusOr<std::vector<KeyRecord>> SelectMany(Connection& conn, const KeyQue
 // The columns every SELECT or RETURNING of a whole record names, in ReadRecord's order.
 inline constexpr const char* kKeyColumns =
     " tenant, key, fingerprint, state, fence, owner, lease_until, status, headers, body, "
-    "created, updated, expires ";
+    "created, updated, expires, claim_nonce ";
 // Reads a row selected with kKeyColumns. Errors: DataLoss for a state or headers column that
 // cannot be read.
 absl::StatusOr<KeyRecord> ReadRecord(const Statement& row);

@@ -87,7 +87,8 @@ absl::StatusOr<LeaseWriteResult> Batch::Claim(const LeaseWrite& write) {
                            .lease_until_ms = lease_until,
                            .expires_ms = std::max(now_ + retention_.count(), lease_until),
                            .host = host_,
-                           .note = &write.response};
+                           .note = &write.response,
+                           .claim_nonce = write.claim_nonce};
   IDEM_ASSIGN_OR_RETURN(std::optional<UpsertedClaim> won, UpsertClaim(conn_, params, *next_fence_));
   LeaseWriteResult result = Result(absl::OkStatus());
   if (won.has_value()) {

@@ -60,8 +60,8 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreFactory> {
 
 // The conformance suite's lost-acknowledgement cases (store_conformance_lost_ack.cc): a suite of
 // their own, which every store instantiates beside StoreConformanceTest with the same factory.
-// Apart so that a layer in front of a store that does not carry LeaseWrite::unique_owner (the
-// gateway's key service) can run StoreConformanceTest alone.
+// Apart so that a layer in front of a store that does not resolve lost acknowledgements itself
+// (the gateway's key service) can run StoreConformanceTest alone.
 class StoreLostAckTest : public StoreConformanceTest {};
 
 }  // namespace idem::testing

@@ -1,13 +1,15 @@
 // The conformance suite, lost acknowledgements (StoreLostAckTest): a lease write that went through
 // but whose answer was lost (LostAckStore: applied, then Unavailable) is resolved by its retry
-// through Store::ApplyLeaseBatch, which reads the record: the caller's own claim is claimed, its
-// own heartbeat extends the lease again, its own outcome is accepted, its own release finds the key
-// released; someone else's record is Aborted, as for any stale fence.
+// through Store::ApplyLeaseBatch, which reads the record: the caller's own claim (its nonce, never
+// its owner label) is claimed, its own heartbeat extends the lease again, its own outcome is
+// accepted, its own release finds the key released; someone else's record is Aborted, as for any
+// stale fence.
 #include <fmt/format.h>
 
 #include <memory>
 #include <vector>
 
+#include "idem/uuid.h"
 #include "store/testing/conformance_helpers.h"
 #include "store/testing/lost_ack_store.h"
 #include "store/testing/store_conformance.h"
@@ -22,13 +24,14 @@ namespace {
 using absl::StatusCode;
 using Kind = LeaseWrite::Kind;
 
+// A claim attempt with a nonce of its own, as every caller draws one (LeaseWrite::claim_nonce).
 LeaseWrite ClaimBy(const Scope& scope, std::string owner) {
   return {.kind = Kind::kClaim,
           .scope = scope,
           .fingerprint = kFingerprint,
           .owner = std::move(owner),
-          .unique_owner = true,
-          .lease = kLease};
+          .lease = kLease,
+          .claim_nonce = NewClaimNonce()};
 }
 
 LeaseWrite Fenced(Kind kind, const Scope& scope, int64_t fence) {
@@ -62,20 +65,56 @@ TEST_P(StoreLostAckTest, LostAckOfAClaimIsResolvedByItsRetryAsClaimed) {
   EXPECT_EQ(retry.record, stored);  // carried on from the store: no second fence drawn
   EXPECT_EQ(retry.lease_until_ms, stored.lease_until_ms);
   EXPECT_EQ(retry.now_ms, clock_.NowMillis());
-  // Another owner of the same request is not told it holds the key, nor is the same owner when
-  // it does not say that it is unique.
+  EXPECT_EQ(stored.claim_nonce, claim.claim_nonce);
+  // Another claim of the same request is not told it holds the key: not with another owner, not
+  // with the same owner and another nonce or none (even marked unique_owner, as callers once did).
   const LeaseWriteResult other = One(*store_, ClaimBy(scope, "worker-1/8"));
   IDEM_ASSERT_OK(other.status);
   EXPECT_FALSE(other.claimed);
   EXPECT_EQ(other.record, stored);
-  LeaseWrite shared = claim;
-  shared.unique_owner = false;
-  const LeaseWriteResult same_owner = One(*store_, shared);
-  IDEM_ASSERT_OK(same_owner.status);
-  EXPECT_FALSE(same_owner.claimed);
-  EXPECT_EQ(same_owner.record, stored);
+  LeaseWrite same_owner = ClaimBy(scope, claim.owner);
+  same_owner.unique_owner = true;
+  for (const std::string& nonce : {same_owner.claim_nonce, std::string()}) {
+    same_owner.claim_nonce = nonce;
+    const LeaseWriteResult same = One(*store_, same_owner);
+    IDEM_ASSERT_OK(same.status);
+    EXPECT_FALSE(same.claimed) << "nonce '" << nonce << "'";
+    EXPECT_EQ(same.record, stored);
+  }
   EXPECT_EQ(CodeOf(One(*store_, Fenced(Kind::kComplete, scope, stored.fence)).status),
             StatusCode::kOk);
+}
+
+// Issue 37, item 3: two processes configured with one owner label ("orders-worker"), or PID 1 of
+// two containers on one host with the default owner. The first one's claim went through but its
+// acknowledgement was lost; the second claims the same request through its own store handle.
+// Only the first, retrying, is told it holds the key.
+TEST_P(StoreLostAckTest, TwoClaimsSharingAnOwnerLabelNeverBothHoldTheKeyAfterALostAck) {
+  const Scope scope = MakeScope("k");
+  IDEM_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> second_process, OpenAgain());
+  LostAckStore lossy(*store_);
+  lossy.LoseAcks(Kind::kClaim);
+  LeaseWrite first = ClaimBy(scope, "orders-worker/1");
+  first.unique_owner = true;  // what LeaseGuard sent before claims had nonces
+  LeaseWrite second = ClaimBy(scope, "orders-worker/1");
+  second.unique_owner = true;
+  EXPECT_EQ(CodeOf(One(lossy, first).status), StatusCode::kUnavailable);
+  const LeaseWriteResult by_second = One(*second_process, second);
+  IDEM_ASSERT_OK(by_second.status);
+  EXPECT_FALSE(by_second.claimed);
+  EXPECT_EQ(by_second.record.owner, "orders-worker/1");
+  const LeaseWriteResult retry = One(lossy, first);
+  IDEM_ASSERT_OK(retry.status);
+  EXPECT_TRUE(retry.claimed);
+  EXPECT_EQ(retry.record.fence, by_second.record.fence);
+  // The second one's own retry (its claim was answered, but it may not know) is no luckier.
+  const LeaseWriteResult second_retry = One(*second_process, second);
+  IDEM_ASSERT_OK(second_retry.status);
+  EXPECT_FALSE(second_retry.claimed);
+  // Only the holder's fence writes the outcome.
+  IDEM_EXPECT_OK(One(*store_, Fenced(Kind::kComplete, scope, retry.record.fence)).status);
+  IDEM_ASSERT_OK_AND_ASSIGN(KeyRecord done, second_process->Get(scope));
+  EXPECT_EQ(done.state, KeyState::kCompleted);
 }
 
 TEST_P(StoreLostAckTest, LostAckOfATakeoverIsResolvedByItsRetryAsTakenOver) {
