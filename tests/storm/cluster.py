@@ -82,7 +82,7 @@ class Gateway:
                "--lease", seconds(self.plan.lease),
                "--upstream-timeout", seconds(self.plan.upstream_timeout),
                "--lock-timeout", "1s", "--record-wait", "2s", "--io-threads", "2",
-               "--log-level", "info"]
+               "--log-level", "debug", "--log-format", "json"]
         if self.plan.tenants == "header":
             cmd += ["--tenant-header", "X-Tenant"]
         if self.cache_off:

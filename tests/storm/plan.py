@@ -46,7 +46,7 @@ class RunPlan:
                 "fence_header": r.random() < 0.7,
                 "recover": {"resend": "resend", "status": "status"}.get(name, "off"),
             }
-        self.workers = r.randint(16, 32)
+        self.workers = r.randint(8, 16)
         self.long_profile = long_profile
         self.faults = self.draw_faults(rng_for(seed, store, "nemesis"))
 

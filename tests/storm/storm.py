@@ -10,7 +10,6 @@ import collections
 import datetime
 import json
 import os
-import re
 import shutil
 import signal
 import sys
@@ -67,24 +66,26 @@ def replay_key(plan, key, gateway, history, deadline):
             break
 
 
-# A gateway's request line for an upstream failure: 502 (the upstream broke the exchange) or 504
-# (no answer head within --upstream-timeout, or the lease about to lapse). The key was released.
-UPSTREAM_FAILURE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+) \w+ (\S+) POST \S+ -> "
-                              r"(502|504) upstream_error")
-
-
 def record_upstream_failures(gateways, history):
-    """Puts each gateway's 502/504 upstream failures in the history: the gateway's own word that
-    an upstream run's answer was not kept, whatever the upstream's timing looked like."""
+    """Puts each gateway's 502/504 upstream failures in the history (its JSON request lines at
+    --log-level debug: decision upstream_error): the gateway's own word that an upstream run's
+    answer was not kept and the key released, whatever the upstream's timing looked like."""
     for g in gateways:
         for line in g.log_lines():
-            m = UPSTREAM_FAILURE.match(line)
-            if not m:
+            if not line.startswith("{") or '"upstream_error"' not in line:
                 continue
-            wall = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").replace(
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if doc.get("decision") != "upstream_error" or doc.get("status") not in (502, 504):
+                continue
+            wall = datetime.datetime.strptime(doc["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
                 tzinfo=datetime.timezone.utc).timestamp()
-            history.record("upstream_failure", gw=g.name, xrid=m.group(2),
-                           status=int(m.group(3)), at=round(wall - history.wall0, 4))
+            at = wall - history.wall0
+            history.record("upstream_failure", gw=g.name, xrid=doc.get("request_id"),
+                           status=doc["status"], at=round(at, 4),
+                           start=round(at - doc.get("duration_ms", 0) / 1000.0, 4))
 
 
 def merge(path, records):
