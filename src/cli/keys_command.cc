@@ -1,5 +1,5 @@
-// `idem keys list|show|purge|sweep --store URI`: inspect and repair the key records of a store
-// (docs/keys.md).
+// `idem keys list|show|purge|sweep|migrate --store URI`: inspect and repair the key records of a
+// store, or bring its schema up to date (docs/keys.md).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -37,7 +37,8 @@ Examples:
   idem keys list --store sqlite:./idem.db --state in_progress --older-than 10m
   idem keys show --store sqlite:./idem.db --tenant acme order-42 --format json
   idem keys purge --store postgresql://idem@127.0.0.1/idem --tenant acme order-42
-  idem keys sweep --store sqlite:./idem.db)";
+  idem keys sweep --store sqlite:./idem.db
+  idem keys migrate --store postgresql://idem@127.0.0.1/idem)";
 
 struct KeysFlags {
   std::string store;
@@ -54,6 +55,8 @@ struct KeysFlags {
   bool force = false;
   // sweep
   int64_t batch = 1000;
+  // migrate
+  bool create = false;  // a store that does not exist yet may be created
 };
 
 int Fail(int code, const std::string& message) {
@@ -76,7 +79,7 @@ int Print(const std::string& text) {
 
 absl::StatusOr<std::unique_ptr<Store>> Open(const KeysFlags& f) {
   StoreOptions options;
-  options.create_if_missing = false;  // a mistyped path is an error, not a new empty store
+  options.create_if_missing = f.create;  // a mistyped path is an error, not a new empty store
   options.max_connections = 1;
   if (!f.lock_timeout.empty()) {
     absl::StatusOr<Millis> wait = retry::ParseDuration(f.lock_timeout);
@@ -205,6 +208,19 @@ int RunSweep(const KeysFlags& f) {
   return Print(fmt::format("swept {} expired record{}\n", total, total == 1 ? "" : "s"));
 }
 
+// Opening a store applies the migrations it lacks (on PostgreSQL, also the SQL functions of
+// schema idem, docs/sql.md): migrate is an open that says so.
+int RunMigrate(const KeysFlags& f) {
+  absl::StatusOr<std::unique_ptr<Store>> store = Open(f);
+  if (!store.ok()) return StoreFailure(store.status());
+  const bool postgres = f.store.starts_with("postgres");
+  return Print(fmt::format("store {} is at this idem's newest schema{}\n", RedactStoreUri(f.store),
+                           postgres ? ", with the SQL functions idem.begin, idem.finish, "
+                                      "idem.acquire, idem.heartbeat, idem.complete and "
+                                      "idem.release (docs/sql.md)"
+                                    : ""));
+}
+
 void AddStoreFlags(CLI::App* sub, KeysFlags& f) {
   sub->add_option("--store", f.store, "The store: sqlite:PATH, postgresql://... or nats://...")
       ->required();
@@ -252,6 +268,13 @@ void AddKeysCommand(CLI::App& app, int& exit_code) {
   AddStoreFlags(sweep, *f);
   sweep->add_option("--batch", f->batch, "Records deleted per transaction (default 1000)");
   sweep->callback([f, &exit_code] { exit_code = RunSweep(*f); });
+  CLI::App* migrate = keys->add_subcommand(
+      "migrate", "Bring the store's schema to this idem's newest (PostgreSQL: and idem.* SQL)");
+  AddStoreFlags(migrate, *f);
+  migrate->callback([f, &exit_code] {
+    f->create = true;  // a SQLite file that does not exist yet is created
+    exit_code = RunMigrate(*f);
+  });
 }
 
 }  // namespace idem::cli

@@ -65,7 +65,9 @@ TEST_F(PostgresOpen, FreshSchemaIsMigratedToTheNewestVersion) {
                                                    {"3", "0003_outbox.sql"},
                                                    {"4", "0004_inbox.sql"},
                                                    {"5", "0005_outbox_redrive_notify.sql"},
-                                                   {"6", "0006_in_progress_index.sql"}}));
+                                                   {"6", "0006_in_progress_index.sql"},
+                                                   {"7", "0007_claim_nonce.sql"},
+                                                   {"8", "0008_sql_functions.sql"}}));
   EXPECT_EQ(Rows("SELECT count(*) FROM idem_keys"), (std::vector<std::vector<std::string>>{{"0"}}));
 }
 
