@@ -4,7 +4,7 @@
 #                systemd units idem-serve@.service and idem-relay@.service, an example config
 #                for each, example Prometheus alert rules; depends on what dpkg-shlibdeps finds
 #                in the program, and on adduser for its postinst, which creates the system user
-#                idem and does nothing else.
+#                idem; its maintainer scripts stop, restart and purge as Debian Policy asks.
 #   libidem-dev  install component "dev": headers, libraries, CMake package, pkg-config files.
 # Both carry the one version of the top-level CMakeLists.txt. The example programs (component
 # "examples") are in neither.
@@ -27,12 +27,35 @@ else()
   set(CPACK_COMPONENTS_ALL dev)
 endif()
 
-set(IDEM_DEB_MAINTAINER "idem maintainers <idem@localhost>" CACHE STRING
+# Each package's /usr/share/doc/PACKAGE holds its copyright and, compressed as Debian wants it
+# (gzip -9n: the same bytes each build), the changelog (CHANGELOG.md).
+find_program(IDEM_GZIP gzip REQUIRED)
+add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/changelog.gz
+  COMMAND ${IDEM_GZIP} -9nc ${PROJECT_SOURCE_DIR}/CHANGELOG.md > ${PROJECT_BINARY_DIR}/changelog.gz
+  DEPENDS ${PROJECT_SOURCE_DIR}/CHANGELOG.md VERBATIM)
+add_custom_target(idem_deb_changelog ALL DEPENDS ${PROJECT_BINARY_DIR}/changelog.gz)
+if(IDEM_BUILD_CLI)
+  install(FILES ${PROJECT_BINARY_DIR}/changelog.gz DESTINATION ${CMAKE_INSTALL_DOCDIR}
+    COMPONENT idem)
+endif()
+install(FILES ${PROJECT_BINARY_DIR}/changelog.gz
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/libidem-dev COMPONENT dev)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/libidem-dev
+  RENAME copyright COMPONENT dev)
+
+# lintian refuses a mail host that is no domain (idem@localhost): .invalid is reserved for names
+# that resolve nowhere (RFC 2606); set the real one when publishing packages.
+set(IDEM_DEB_MAINTAINER "idem maintainers <maintainers@idem.invalid>" CACHE STRING
   "Maintainer field of the Debian packages")
+if(IDEM_DEB_MAINTAINER STREQUAL "idem maintainers <idem@localhost>")  # a cache from before
+  set(IDEM_DEB_MAINTAINER "idem maintainers <maintainers@idem.invalid>" CACHE STRING
+    "Maintainer field of the Debian packages" FORCE)
+endif()
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME idem)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "idem makes retries safe")
+# The synopsis of both packages: lintian refuses one that starts with the package's name.
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "make retries safe: idempotency keys, gateway, outbox relay")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES TRUE)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
@@ -44,17 +67,22 @@ set(CPACK_DEBIAN_IDEM_PACKAGE_NAME idem)
 set(CPACK_DEBIAN_IDEM_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_IDEM_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_IDEM_PACKAGE_DEPENDS adduser)
-set(CPACK_DEBIAN_IDEM_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/debian/postinst)
+# Maintainer scripts: postinst creates the user idem and restarts running instances on an
+# upgrade; prerm stops them on removal; postrm purges /etc/idem, /var/lib/idem and the user.
+set(CPACK_DEBIAN_IDEM_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/debian/postinst
+  ${PROJECT_SOURCE_DIR}/packaging/debian/prerm ${PROJECT_SOURCE_DIR}/packaging/debian/postrm)
 set(CPACK_DEBIAN_IDEM_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
 set(CPACK_COMPONENT_IDEM_DESCRIPTION
-  "idem makes retries safe: idem serve (an HTTP gateway giving any API Idempotency-Key
- semantics), idem relay (publishes a transactional outbox), idem call, idem keys, idem outbox
- and idem sim, with systemd units idem-serve@.service and idem-relay@.service.")
+  "idem serve, an HTTP gateway giving any API Idempotency-Key semantics; idem
+ relay, which publishes a transactional outbox; idem call, idem keys, idem
+ outbox and idem sim; the systemd units idem-serve@.service and
+ idem-relay@.service.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libidem-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+# pkg-config: the installed CMake package finds some of its dependencies through it.
 set(idem_dev_depends libabsl-dev libfmt-dev libssl-dev libsqlite3-dev libboost1.81-dev
-  libboost-json1.81-dev)
+  libboost-json1.81-dev pkg-config)
 if(IDEM_WITH_POSTGRES)
   list(APPEND idem_dev_depends libpq-dev)
 endif()
@@ -63,8 +91,9 @@ if(IDEM_WITH_NATS)
 endif()
 list(JOIN idem_dev_depends ", " CPACK_DEBIAN_DEV_PACKAGE_DEPENDS)
 set(CPACK_COMPONENT_DEV_DESCRIPTION
-  "libidem, the library behind idem: idempotency keys claimed in the same database transaction
- as the caller's business write (SQLite, PostgreSQL), a transactional outbox, an inbox and a
- retry toolkit. Headers, libraries, CMake package (find_package(idem)) and pkg-config files.")
+  "libidem, the library behind idem: idempotency keys claimed in the same
+ database transaction as the caller's business write (SQLite, PostgreSQL), a
+ transactional outbox, an inbox and a retry toolkit. Headers, libraries, CMake
+ package (find_package(idem)) and pkg-config files.")
 
 include(CPack)

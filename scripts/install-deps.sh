@@ -12,7 +12,7 @@ packages=(
   libnats-dev nats-server
   libfaketime help2man curl python3
   python3-psycopg
-  libsystemd-dev systemd dpkg-dev
+  libsystemd-dev systemd dpkg-dev lintian
   libgoogle-perftools-dev
   lld
 )

@@ -5,8 +5,10 @@
 # the dependencies dpkg-shlibdeps computed (dpkg-deb -f); then the idem package extracted
 # (dpkg-deb -x) into a temporary root, where the extracted `idem --version` must print the
 # project's version and `idem serve --config` on the shipped example config must start and
-# answer /readyz (ports and store overridden by flags, as the example's would be taken); last,
-# systemd-analyze verify on the shipped units where systemd is installed.
+# answer /readyz (ports and store overridden by flags, as the example's would be taken); lintian
+# with no error on either package; the idem package installed, removed and purged by dpkg in a
+# scratch root (what remains checked); last, systemd-analyze verify on the shipped units where
+# systemd is installed.
 #
 # usage: run-deb.sh CPACK BUILD_DIR SOURCE_DIR WORK_DIR VERSION LIBDIR CONFIG MALLOC
 #   LIBDIR: the build's CMAKE_INSTALL_LIBDIR; CONFIG: its build type in lower case ("noconfig"
@@ -64,7 +66,45 @@ case $malloc in
   *) fail "MALLOC is '$malloc'; expected tcmalloc or system" ;;
 esac
 dpkg-deb -e "$idem_deb" "$work/control"
-cmp -s "$work/control/postinst" "$source/packaging/debian/postinst" || fail "postinst differs"
+for script in postinst prerm postrm; do
+  cmp -s "$work/control/$script" "$source/packaging/debian/$script" || fail "$script differs"
+done
+
+# lintian (Debian package lintian, from scripts/install-deps.sh): no error on either package.
+command -v lintian >/dev/null || fail "lintian is not installed (scripts/install-deps.sh)"
+for deb in "$idem_deb" "$dev_deb"; do
+  lintian --tag-display-limit 0 "$deb" >"$work/lintian.log" 2>&1 || true
+  if grep -q '^E: ' "$work/lintian.log"; then
+    cat "$work/lintian.log" >&2
+    fail "lintian reports errors on $(basename "$deb")"
+  fi
+done
+
+# Installed, removed and purged by dpkg in a scratch root of its own (dpkg --root; the maintainer
+# scripts run outside it with DPKG_ROOT set, so they touch only that root, never this system's
+# units or users): remove leaves the operator's /etc/idem and /var/lib/idem, purge removes them;
+# nothing of the package remains but dpkg's own database.
+scratch=$work/scratch-root
+mkdir -p "$scratch/var/lib/dpkg/info" "$scratch/var/lib/dpkg/updates" "$scratch/var/lib/dpkg/triggers"
+: >"$scratch/var/lib/dpkg/status"
+in_scratch() {
+  dpkg --root="$scratch" --force-script-chrootless --force-depends --force-not-root \
+    --log=/dev/null "$@" >>"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; fail "dpkg $* failed"; }
+}
+in_scratch --install "$idem_deb"
+[[ -x $scratch/usr/bin/idem ]] || fail "dpkg --install left no $scratch/usr/bin/idem"
+mkdir -p "$scratch/etc/idem" "$scratch/var/lib/idem"
+echo 'listen = "127.0.0.1:8080"' >"$scratch/etc/idem/main.toml"
+echo 'keys' >"$scratch/var/lib/idem/main.db"
+in_scratch --remove idem
+[[ ! -e $scratch/usr/bin/idem ]] || fail "dpkg --remove left /usr/bin/idem"
+[[ -f $scratch/etc/idem/main.toml && -f $scratch/var/lib/idem/main.db ]] ||
+  fail "dpkg --remove took the operator's /etc/idem or /var/lib/idem"
+in_scratch --purge idem
+left=$(cd "$scratch" && find . -path ./var/lib/dpkg -prune -o ! -type d -print)
+[[ -z $left ]] || fail "dpkg --purge left files behind: $left"
+[[ ! -e $scratch/etc/idem && ! -e $scratch/var/lib/idem ]] ||
+  fail "dpkg --purge left /etc/idem or /var/lib/idem"
 
 root=$work/root
 dpkg-deb -x "$idem_deb" "$root"
