@@ -96,7 +96,7 @@ TEST_F(PostgresOpen, ManyProcessesOpeningAtOnceMigrateOnce) {
   // Each migration once: as many rows as distinct versions, and every embedded one present.
   EXPECT_EQ(Rows("SELECT count(*), count(DISTINCT version), max(version) FROM "
                  "idem_schema_migrations"),
-            (std::vector<std::vector<std::string>>{{"6", "6", "6"}}));
+            (std::vector<std::vector<std::string>>{{"8", "8", "8"}}));
 }
 
 TEST_F(PostgresOpen, MalformedUriIsInvalidArgument) {
