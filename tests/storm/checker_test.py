@@ -1,0 +1,116 @@
+"""The storm's checker on small hand-written histories: each rule flags what it must and allows
+what docs/gateway.md allows (python3 -B tests/storm/checker_test.py; ctest storm_checker_test)."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checker  # noqa: E402
+
+RUN = {"ev": "run", "seed": 1, "lease": 4.0, "upstream_timeout": 2.0, "t": 0.0}
+
+
+def key(name="k1", recover="off"):
+    return {"ev": "key", "key": name, "recover": recover, "route": recover, "t": 0.1}
+
+
+def run_(ex, t, gw="g1", mode="ok", fence=None, xrid="rid-k1", name="k1"):
+    return {"ev": "exec", "key": name, "ex": ex, "t": t, "gw": gw, "mode": mode, "delay_ms": 0,
+            "fence": fence, "xrid": xrid}
+
+
+def answer(ex, t=5.0, client=0, status=201, body=None, name="k1", request="b1"):
+    return {"ev": "answer", "key": name, "client": client, "attempt": 1, "status": status,
+            "type": None, "body": body or "body%d" % ex, "ex": ex, "body_key": name,
+            "request": request, "sent": request, "t": t}
+
+
+def replays(ex, name="k1", status=201):
+    return [{"ev": "replay", "key": name, "n": n, "status": status, "body": "body%d" % ex,
+             "replayed": "true", "ex": ex, "request": "b1", "t": 50.0 + n} for n in (1, 2)]
+
+
+def fault(kind, start, end, gw="g1"):
+    return {"ev": "fault", "kind": kind, "gw": gw, "start": start, "end": end, "t": end}
+
+
+def check(*records):
+    return checker.check([RUN] + [r for rs in records for r in
+                                  (rs if isinstance(rs, list) else [rs])])
+
+
+class CheckerTest(unittest.TestCase):
+    def test_one_run_one_answer_passes(self):
+        v = check(key(), run_(1, 1.0), answer(1), replays(1))
+        self.assertEqual(v.violations, [])
+        self.assertEqual((v.keys, v.executions), (1, 1))
+
+    def test_a_second_run_without_a_fault_is_a_violation(self):
+        v = check(key(), run_(1, 1.0), run_(2, 2.0), answer(2), replays(2))
+        self.assertEqual(len(v.violations), 1)
+        self.assertIn("ran 2 times", v.violations[0][1])
+
+    def test_a_second_run_after_a_dropped_answer_is_allowed(self):
+        v = check(key(), run_(1, 1.0, mode="drop"), run_(2, 2.0), answer(2), replays(2))
+        self.assertEqual(v.violations, [])
+        self.assertEqual(len(v.allowed), 1)
+
+    def test_a_holder_killed_allows_a_rerun_but_not_on_a_status_route(self):
+        kill = fault("gw_kill", 1.5, 2.5)
+        off = check(key(), run_(1, 1.0), run_(2, 3.0, gw="g2"), answer(2), replays(2), kill)
+        self.assertEqual(off.violations, [])
+        status = check(key(recover="status"), run_(1, 1.0), run_(2, 3.0, gw="g2"), answer(2),
+                       replays(2), kill)
+        self.assertEqual(len(status.violations), 1)
+
+    def test_a_pause_longer_than_half_the_lease_allows_a_rerun_a_shorter_one_not(self):
+        long_ = check(key(recover="status"), run_(1, 1.0), run_(2, 5.0, gw="g2"), answer(2),
+                      replays(2), fault("gw_stop_long", 1.2, 4.0))
+        self.assertEqual(long_.violations, [])
+        short = check(key(recover="status"), run_(1, 1.0), run_(2, 5.0, gw="g2"), answer(2),
+                      replays(2), fault("gw_stop_short", 1.2, 2.0))
+        self.assertEqual(len(short.violations), 1)
+
+    def test_the_gateways_own_504_releases_the_key(self):
+        failure = {"ev": "upstream_failure", "gw": "g1", "xrid": "rid-k1-c0-a1-x", "status": 504,
+                   "at": 3.0, "start": 0.9, "t": 60.0}
+        v = check(key(), run_(1, 2.5, xrid="rid-k1-c0-a1-x"), run_(2, 3.5), answer(2),
+                  replays(2), failure)
+        self.assertEqual(v.violations, [])
+
+    def test_two_forwards_with_one_fence_are_a_violation(self):
+        v = check(key(), run_(1, 1.0, fence="7", mode="drop"), run_(2, 2.0, fence="7"),
+                  answer(2), replays(2))
+        self.assertEqual(len(v.violations), 1)
+        self.assertIn("fence 7", v.violations[0][1])
+
+    def test_a_client_with_another_answer_than_the_recorded_one_is_a_violation(self):
+        v = check(key(), run_(1, 1.0, mode="drop"), run_(2, 2.0), answer(1, client=0),
+                  answer(2, client=1), replays(2))
+        self.assertEqual(len(v.violations), 1)
+        self.assertIn("recorded answer", v.violations[0][1])
+
+    def test_an_answer_the_store_does_not_have_is_a_violation(self):
+        gone = [{"ev": "replay", "key": "k1", "n": n, "status": 503, "body": "x",
+                 "replayed": None, "unrecorded": True, "t": 50.0 + n} for n in (1, 2)]
+        v = check(key(), run_(1, 1.0), answer(1), gone)
+        self.assertTrue(any("no answer for the key" in text for _, text in v.violations))
+
+    def test_replays_that_differ_are_a_violation(self):
+        rs = replays(1)
+        rs[1]["body"] = "other"
+        v = check(key(), run_(1, 1.0), answer(1), rs)
+        self.assertTrue(any("replays differ" in text for _, text in v.violations))
+
+    def test_refusals_are_not_violations(self):
+        refusals = [dict(answer(0, client=c), status=s, type=t, ex=None, body="p")
+                    for c, (s, t) in enumerate([(409, "key-in-flight"), (422, "key-reused"),
+                                                (503, "store-unavailable"),
+                                                (504, "upstream-timeout")])]
+        v = check(key(), run_(1, 1.0), answer(1, client=9), refusals, replays(1))
+        self.assertEqual(v.violations, [])
+
+
+if __name__ == "__main__":
+    unittest.main()
