@@ -10,16 +10,44 @@
 --
 -- The functions name idem_keys and idem_fence_seq unqualified: they act on the store the
 -- caller's search_path reaches (the schema idem's programs were pointed at), so several stores in
--- one database (one per schema) share these definitions. Every statement here may run again on a
--- database that has them (CREATE OR REPLACE, IF NOT EXISTS): the same text ships as
+-- one database (one per schema) share these definitions. It may run again on a database that
+-- has them (CREATE OR REPLACE, a schema created only when absent): the same text ships as
 -- share/idem/sql-functions.sql for installing with psql, and a store migrated later records it.
+--
+-- Installing them needs CREATE on the database (the first time, for the schema) or on schema
+-- idem and ownership of its functions (membership of their owner's role). A role without it (an
+-- application's role confined to its own schema) skips them with a notice and the migration
+-- still applies: the store opens, and the functions are installed once per database by a role
+-- that may (`idem keys migrate` as that role, or psql -f share/idem/sql-functions.sql).
 --
 -- Errors (docs/sql.md, "Error codes"): class 22 for bad input, the message naming the rule
 -- (22004 a NULL where a value is required, 22023 any other broken rule; 22021, invalid UTF-8, is
 -- the server's own, raised before a function runs); IDEM1 a fenced write whose fence no longer
 -- holds the key (nothing changed); IDEM2 idem.finish of a key this transaction did not claim.
-CREATE SCHEMA IF NOT EXISTS idem;
-
+DO $migration$
+DECLARE
+  may boolean;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'idem') THEN
+    may := has_database_privilege(current_database(), 'CREATE');
+  ELSE
+    may := has_schema_privilege('idem', 'CREATE') AND NOT EXISTS (
+      SELECT 1 FROM pg_proc
+       WHERE pronamespace = 'idem'::regnamespace
+         AND NOT pg_has_role(current_user, proowner, 'MEMBER'));
+  END IF;
+  IF NOT may THEN
+    RAISE NOTICE 'idem: role % may not create or replace the functions of schema idem, so it '
+      'leaves them as they are; install them as a role that may (idem keys migrate, or psql -f '
+      'share/idem/sql-functions.sql)', current_user;
+    RETURN;
+  END IF;
+  -- Not CREATE SCHEMA IF NOT EXISTS: it asks for CREATE on the database even when the schema is
+  -- there.
+  IF NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'idem') THEN
+    CREATE SCHEMA idem;
+  END IF;
+  EXECUTE $functions$
 -- The server's clock, as every lease-mode call of the C++ stores reads it.
 CREATE OR REPLACE FUNCTION idem.now_ms() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL SAFE AS
 $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
@@ -518,3 +546,6 @@ BEGIN
   END IF;
 END
 $$;
+$functions$;
+END
+$migration$;
