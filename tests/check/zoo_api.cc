@@ -9,9 +9,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr auto kWork = 5ms;         // a charge's own time: duplicates sent at once overlap it
-constexpr auto kRaceWindow = 3ms;   // racy: between looking the key up and storing it
-constexpr auto kLateEffect = 150ms; // slow-effect, late-duplicate
+constexpr auto kWork = 5ms;          // a charge's own time: duplicates sent at once overlap it
+constexpr auto kRaceWindow = 3ms;    // racy: between looking the key up and storing it
+constexpr auto kLateEffect = 150ms;  // slow-effect, late-duplicate
 constexpr auto kForgetAfter = 500ms;
 
 std::string Answer(const std::string& status, const std::string& body,
@@ -146,8 +146,9 @@ ZooReply ZooApi::Keyed(const ZooRequest& req, const std::string& key,
     keys_[key] = Entry{.body = req.body};  // claimed: in flight
   }
   std::string answer = Run(req);
+  const bool forget = flaw_ == "forget-on-hangup" && client_gone();
   std::lock_guard lock(mu_);
-  if (flaw_ == "forget-on-hangup" && client_gone()) {
+  if (forget) {
     keys_.erase(key);  // "the request was aborted": its key goes, its charge stays
     return {answer};
   }

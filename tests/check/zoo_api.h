@@ -22,22 +22,22 @@ namespace idem::check_zoo {
 
 // The flaws (and correct variants) the zoo knows; see Handle for what each does.
 inline constexpr const char* kFlaws[] = {
-    "correct",          // claims the key atomically, 409 in flight, replays with a marker, 422
-    "no-idempotency",   // runs every request, a new charge id each time
-    "deterministic",    // runs every request, the same body each time, no marker
-    "no-marker",        // correct, but replays carry no marker
-    "forgets-after",    // correct, but keys are forgotten 500ms after their answer
-    "racy",             // looks the key up, then runs, then stores: duplicates both run
-    "forget-on-hangup", // correct, but forgets the key when the client hung up before the answer
-    "slow-effect",      // correct; each effect shows in the count 150ms after the answer
-    "late-duplicate",   // answers like correct, but every run has a second effect 150ms later
-    "transient-500",    // correct; a key's first request fails with 500, not kept
-    "cache-500",        // a key's first request fails with 500, kept and replayed
-    "needs-auth",       // correct, behind Authorization: Bearer zoo (401 without)
-    "redirect",         // 301 to /v2/charges, which is correct
-    "raw-keys",         // correct, but refuses a quoted key with 400
-    "never-answers",    // reads the request, never answers
-    "big-answer",       // correct, answers padded to 4 KiB
+    "correct",           // claims the key atomically, 409 in flight, replays with a marker, 422
+    "no-idempotency",    // runs every request, a new charge id each time
+    "deterministic",     // runs every request, the same body each time, no marker
+    "no-marker",         // correct, but replays carry no marker
+    "forgets-after",     // correct, but keys are forgotten 500ms after their answer
+    "racy",              // looks the key up, then runs, then stores: duplicates both run
+    "forget-on-hangup",  // correct, but forgets the key when the client hung up before the answer
+    "slow-effect",       // correct; each effect shows in the count 150ms after the answer
+    "late-duplicate",    // answers like correct, but every run has a second effect 150ms later
+    "transient-500",     // correct; a key's first request fails with 500, not kept
+    "cache-500",         // a key's first request fails with 500, kept and replayed
+    "needs-auth",        // correct, behind Authorization: Bearer zoo (401 without)
+    "redirect",          // 301 to /v2/charges, which is correct
+    "raw-keys",          // correct, but refuses a quoted key with 400
+    "never-answers",     // reads the request, never answers
+    "big-answer",        // correct, answers padded to 4 KiB
 };
 
 struct ZooRequest {
@@ -76,8 +76,8 @@ class ZooApi {
   const std::string flaw_;
   mutable std::mutex mu_;
   std::map<std::string, Entry> keys_;
-  std::set<std::string> failed_once_;         // transient-500: keys already failed
-  std::vector<Clock::time_point> effects_;    // when each effect shows in the count
+  std::set<std::string> failed_once_;       // transient-500: keys already failed
+  std::vector<Clock::time_point> effects_;  // when each effect shows in the count
   int charges_ = 0;
 };
 

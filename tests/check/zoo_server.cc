@@ -107,7 +107,11 @@ void ZooServer::Serve(int fd) {
     in.append(buf, static_cast<size_t>(n));
   }
   if (!stop_ && !peer_closed) {
+    // Whether the client hung up: it may close a moment after its request is read (a loaded
+    // machine), so its close is awaited briefly. Only forget-on-hangup asks.
     auto gone = [fd] {
+      pollfd p{fd, POLLIN | POLLRDHUP, 0};
+      if (::poll(&p, 1, 100) <= 0) return false;
       char c;
       return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
     };
