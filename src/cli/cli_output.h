@@ -15,7 +15,8 @@ namespace idem::cli {
 // WHY" on stderr, when any output written to it so far was lost.
 bool OutputWritten(std::string_view program, std::FILE* out = stdout);
 
-// The time from `from_ms` to `to_ms` as a duration ("1m30s"), with a leading '-' when negative.
+// The time from `from_ms` to `to_ms` as a person reads it, with a leading '-' when negative: at
+// most two units, the smaller rounded down ("350ms", "42s", "1m24s", "2h", "26h5m").
 std::string Age(int64_t from_ms, int64_t to_ms);
 
 // true when `bytes` are valid UTF-8 (shown as text; otherwise as Base64).

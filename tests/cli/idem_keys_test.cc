@@ -144,6 +144,12 @@ TEST_F(IdemKeys, ListAsTextHasAHeaderAndOneLinePerRecord) {
   EXPECT_NE(r.out.find("global-key"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("completed"), std::string::npos) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3);
+  // Ages as a person reads them: "2h", never "7200312ms".
+  const size_t order = r.out.find("order-1");
+  ASSERT_NE(order, std::string::npos) << r.out;
+  const std::string row = r.out.substr(order, r.out.find('\n', order) - order);
+  EXPECT_NE(row.find(" 2h "), std::string::npos) << row;
+  EXPECT_EQ(row.find("ms"), std::string::npos) << row;
 }
 
 TEST_F(IdemKeys, ShowPrintsTheRecordAndItsStoredResponse) {
