@@ -86,6 +86,32 @@ StoredResponse AnswerNotKeptResponse(std::string detail) {
                                  .detail = std::move(detail)});
 }
 
+StoredResponse TooLargeToRecoverResponse(int64_t note_bytes, int64_t limit) {
+  const std::string sizes =
+      note_bytes > 0 && limit > 0
+          ? fmt::format(
+                " (it takes {} bytes with its headers; the store keeps at most {} bytes "
+                "for one key)",
+                note_bytes, limit)
+          : std::string();
+  return ProblemResponse(Problem{
+      .status = 413,
+      .type = std::string(kProblemTypeBase) + "request-too-large-to-recover",
+      .title = "Request too large to keep for recovery",
+      .detail = "this route keeps each request in the idempotency store so that it can be "
+                "recovered, and this request is larger than the store can keep" +
+                sizes +
+                "; nothing was stored or forwarded: send a smaller request (a smaller body or "
+                "fewer headers)"});
+}
+
+StoredResponse RefusedOutcomeResponse() {
+  return AnswerNotKeptResponse(
+      "the upstream ran the request and answered, but its answer is larger than the idempotency "
+      "store keeps for one key; it was not kept, this is the key's answer, and the request is "
+      "never sent again");
+}
+
 StoredResponse TooManyPendingResponse() {
   return ProblemResponse(ProblemFor(
       absl::UnavailableError(

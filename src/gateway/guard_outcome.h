@@ -65,6 +65,16 @@ StoredResponse NotRecordedResponse(std::string detail, int retry_after_seconds);
 // runs twice.
 StoredResponse AnswerNotKeptResponse(std::string detail);
 
+// The 413 problem (type request-too-large-to-recover) to a request on a route with `recover` whose
+// note (the stored request, `note_bytes` as StoredResponseBytes counts them) is larger than the key
+// store keeps for one key (`limit` bytes; 0: not known). A permanent refusal, not a store fault:
+// nothing is stored or forwarded, and a retry of the same request gets the same answer.
+StoredResponse TooLargeToRecoverResponse(int64_t note_bytes, int64_t limit);
+
+// The 502 upstream-answer-not-kept recorded (failed_final) instead of an outcome the key store
+// refused for ever (OutOfRange: larger than it keeps for one key).
+StoredResponse RefusedOutcomeResponse();
+
 // The 503 answer (type store-unavailable, Retry-After 1) to a new guarded request while too many
 // outcomes wait to be recorded; nothing is forwarded.
 StoredResponse TooManyPendingResponse();

@@ -24,6 +24,7 @@
 #include "gateway/status_takeover.h"
 #include "idem/retry/backoff.h"
 #include "idem/retry/deadline.h"
+#include "idem/store.h"
 #include "idem/uuid.h"
 
 namespace idem::gateway {
@@ -39,6 +40,13 @@ constexpr Millis kWaitPoll = 50ms;  // a waiting duplicate looks again this ofte
 GuardedAnswer StoreFailure(const absl::Status& status, const std::string& request_id) {
   if (absl::IsInvalidArgument(status))
     return {ProblemResponse(ProblemFor(status, Origin::kStore)), Decision::kInvalid};
+  // A record the store refuses for ever (a claim's note larger than it keeps): the client's to
+  // fix, never a store fault to retry (issue 37, item 4).
+  if (absl::IsOutOfRange(status)) {
+    spdlog::warn("{}: the key store refused the claim for ever: {}; answering 413", request_id,
+                 status.ToString());
+    return {TooLargeToRecoverResponse(0, 0), Decision::kInvalid};
+  }
   spdlog::error("{}: key store failed: {}; answering 503, nothing forwarded", request_id,
                 status.ToString());
   return {ProblemResponse(StoreUnavailableProblem(request_id)), Decision::kStoreUnavailable};
@@ -248,6 +256,11 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
   const StoredResponse note = route.recover != RecoverMode::kOff
                                   ? EncodeNote(StoredNoteOf(request, route))
                                   : StoredResponse{};
+  // A note larger than the store keeps would be refused for ever: refused here, before any claim.
+  if (const int64_t note_bytes = StoredResponseBytes(note);
+      route.recover != RecoverMode::kOff && pool.store_limit > 0 && note_bytes > pool.store_limit)
+    co_return GuardedAnswer{TooLargeToRecoverResponse(note_bytes, pool.store_limit),
+                            Decision::kInvalid};
   for (;;) {
     const auto sent = Steady::now();
     // Unique to this claim attempt and unguessable: what tells its record from another's.

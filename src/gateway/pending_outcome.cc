@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "gateway/guard_outcome.h"
 #include "gateway/log_format.h"
 
 #pragma GCC diagnostic push
@@ -41,6 +42,7 @@ PendingOutcome::State Settles(const KeyOp& op, const absl::Status& status) {
   if (op.kind == KeyOp::Kind::kRelease && (absl::IsAborted(status) || absl::IsNotFound(status)))
     return PendingOutcome::State::kRecorded;  // an earlier attempt went through, or it lapsed
   if (absl::IsAborted(status)) return PendingOutcome::State::kLost;
+  if (absl::IsOutOfRange(status)) return PendingOutcome::State::kRefused;  // for ever
   return PendingOutcome::State::kPending;
 }
 
@@ -61,16 +63,33 @@ asio::awaitable<void> Retry(GatewayContext& ctx, std::shared_ptr<PendingOutcome>
   asio::steady_timer timer(co_await asio::this_coro::executor);
   PendingOutcome::State state = PendingOutcome::State::kPending;
   absl::Status last;
+  bool at_once = false;  // the 502 that replaces a refused outcome is written without a wait
   while (state == PendingOutcome::State::kPending) {
-    timer.expires_after(backoff.NextDelay());
-    co_await timer.async_wait(kTuple);
-    ++pending->retries;
-    ctx.metrics.record_retries.fetch_add(1, std::memory_order_relaxed);
+    if (!at_once) {
+      timer.expires_after(backoff.NextDelay());
+      co_await timer.async_wait(kTuple);
+      ++pending->retries;
+      ctx.metrics.record_retries.fetch_add(1, std::memory_order_relaxed);
+    }
+    at_once = false;
     const int64_t written_from = ctx.cache.NowMillis();
     KeyOp again = op;  // the op is kept whole for the next retry
     KeyOpResult result = co_await AwaitKeyOp(ctx, std::move(again));
     state = Settles(op, result.status);
     last = std::move(result.status);
+    // A permanent refusal is not a store fault: the outcome is never retried, the smaller 502
+    // upstream-answer-not-kept stands for it (once; a refusal of that too drops it).
+    if (state == PendingOutcome::State::kRefused && op.kind != KeyOp::Kind::kRelease &&
+        !pending->written_instead.has_value()) {
+      spdlog::warn("key {}: the store refuses its outcome for ever ({}); recording a 502 instead",
+                   LoggedKey(op.scope.key), last.ToString());
+      op.kind = KeyOp::Kind::kFailFinal;
+      op.response = RefusedOutcomeResponse();
+      pending->written_instead = op.response;
+      state = PendingOutcome::State::kPending;
+      at_once = true;
+      continue;
+    }
     if (state == PendingOutcome::State::kRecorded && op.kind != KeyOp::Kind::kRelease)
       ctx.cache.Put(op.scope, {fingerprint, op.response},
                     written_from + ctx.config.retention.count());
@@ -82,6 +101,10 @@ asio::awaitable<void> Retry(GatewayContext& ctx, std::shared_ptr<PendingOutcome>
   if (state == PendingOutcome::State::kRecorded) {
     spdlog::info("key {}: its {} was recorded after {} retries", LoggedKey(op.scope.key),
                  WhatIsWritten(op.kind), pending->retries);
+  } else if (state == PendingOutcome::State::kRefused) {
+    spdlog::error(
+        "key {}: its {} was dropped: the store refuses it for ever ({}); the key is left to lapse",
+        LoggedKey(op.scope.key), WhatIsWritten(op.kind), last.ToString());
   } else {
     spdlog::error(
         "key {}: its outcome was dropped: the fence {} moved ({}): another holder took the key "

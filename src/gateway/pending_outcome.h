@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,18 +33,24 @@ struct PendingOutcome {
     kPending,   // the write is still being retried
     kRecorded,  // the outcome is recorded (a release: the key is released)
     kLost,      // the fence moved: someone else holds the key; this outcome is dropped
+    kRefused,   // the store refuses even the 502 that stood for it (OutOfRange): dropped
   };
   State state = State::kPending;
   int retries = 0;
+  // Set when the store refused the outcome for ever (OutOfRange: larger than it keeps for one
+  // key): what is written instead, the 502 upstream-answer-not-kept, and the client's answer.
+  std::optional<StoredResponse> written_instead;
   // Timers of the requests waiting for the write to settle; each is cancelled when it does.
   std::vector<asio::steady_timer*> waiters;
 };
 
 // Keeps `op` (kComplete, kFailFinal or kRelease of the key this process holds under `ticket`,
 // whose first write failed with a status other than Aborted) and retries it on the calling io
-// thread until it settles, then forgets the key (InFlight::ForgetKey) and decrements
-// metrics.keys_in_flight. A recorded outcome is cached for replays under `fingerprint`. Counts
-// it in metrics.outcomes_pending / pending_bytes meanwhile, and each retry in record_retries.
+// thread until it settles (an outcome the store refuses for ever, OutOfRange, is replaced by the
+// 502 upstream-answer-not-kept, never retried), then forgets the key (InFlight::ForgetKey) and
+// decrements metrics.keys_in_flight. A recorded outcome is cached for replays under
+// `fingerprint`. Counts it in metrics.outcomes_pending / pending_bytes meanwhile, and each retry
+// in record_retries.
 // REQUIRES: runs on an io thread (a coroutine's executor is the thread's).
 std::shared_ptr<PendingOutcome> KeepAndRetry(GatewayContext& ctx,
                                              const asio::any_io_executor& executor, KeyOp op,

@@ -33,12 +33,22 @@ class FaultyStore final : public ::idem::gateway::testing::ForwardingStore {
     failing_ = batches;
     applied_ = applied;
   }
+  // From now on refuses for ever (OutOfRange, nothing written) each outcome larger than `bytes`,
+  // as the NATS store does past its servers' max_payload.
+  void RefuseOutcomesOver(int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refuse_over_ = bytes;
+  }
+  int refused() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return refused_;
+  }
   absl::StatusOr<std::vector<LeaseWriteResult>> ApplyLeaseBatch(
       std::span<const LeaseWrite> writes) override {
     bool applied = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (failing_ == 0) return real_.ApplyLeaseBatch(writes);
+      if (failing_ == 0) return refuse_over_ > 0 ? Refusing(writes) : real_.ApplyLeaseBatch(writes);
       --failing_;
       applied = applied_;
     }
@@ -47,9 +57,28 @@ class FaultyStore final : public ::idem::gateway::testing::ForwardingStore {
   }
 
  private:
+  // REQUIRES: mu_ held.
+  std::vector<LeaseWriteResult> Refusing(std::span<const LeaseWrite> writes) {
+    std::vector<LeaseWriteResult> out(writes.size());
+    for (size_t i = 0; i < writes.size(); ++i) {
+      const LeaseWrite& w = writes[i];
+      if ((w.kind == LeaseWrite::Kind::kComplete || w.kind == LeaseWrite::Kind::kFailFinal) &&
+          StoredResponseBytes(w.response) > refuse_over_) {
+        ++refused_;
+        out[i].status = absl::OutOfRangeError("the record takes more than the store keeps");
+        continue;
+      }
+      auto one = real_.ApplyLeaseBatch(writes.subspan(i, 1));
+      out[i] = one.ok() ? std::move((*one)[0]) : LeaseWriteResult{.status = one.status()};
+    }
+    return out;
+  }
+
   std::mutex mu_;
   int failing_ = 0;
   bool applied_ = false;
+  int64_t refuse_over_ = 0;
+  int refused_ = 0;
 };
 
 class PendingOutcomeTest : public ::idem::testing::TempSqliteStoreTest {
@@ -93,6 +122,30 @@ class PendingOutcomeTest : public ::idem::testing::TempSqliteStoreTest {
     answered();
     while (!in_flight_.HeldKeys().empty()) ioc.run_one();
     return *std::move(got);
+  }
+
+  // As Record, but gives up after `bound`: nullopt when the answer did not come or the key is
+  // still held then (a write retried for ever).
+  std::optional<GuardedAnswer> RecordWithin(uint64_t ticket, int64_t fence, UpstreamAnswer upstream,
+                                            Millis bound) {
+    asio::io_context ioc;
+    std::optional<GuardedAnswer> got;
+    asio::co_spawn(ioc, RecordOutcome(*ctx_, route_, guarded_, ticket, fence, std::move(upstream)),
+                   [&](std::exception_ptr, GuardedAnswer a) { got = std::move(a); });
+    auto work = asio::make_work_guard(ioc);
+    const auto until = std::chrono::steady_clock::now() + bound;
+    while ((!got.has_value() || !in_flight_.HeldKeys().empty()) &&
+           std::chrono::steady_clock::now() < until)
+      ioc.run_one_until(until);
+    if (!in_flight_.HeldKeys().empty()) return std::nullopt;
+    return got;
+  }
+
+  // An answer of about 2,000 bytes: more than a store refusing outcomes over 1,000 bytes keeps.
+  static UpstreamAnswer LargeCreated() {
+    return {.response = StoredResponse{.status = 201,
+                                       .headers = {{"Content-Type", "application/json"}},
+                                       .body = std::string(2000, 'x')}};
   }
 
   static UpstreamAnswer Created() {
@@ -229,6 +282,53 @@ TEST_F(PendingOutcomeTest, AnAnswerCutOffAfterItsHeadIsRecordedAs502NotKept) {
   ASSERT_TRUE(record.ok()) << record.status();
   EXPECT_EQ(record->state, KeyState::kFailedFinal);
   EXPECT_EQ(record->response.body, answer.response.body);
+}
+
+// An outcome the store refuses for ever (OutOfRange: larger than it keeps for one key, as on NATS
+// past max_payload) is not a store fault: never retried, the 502 upstream-answer-not-kept is
+// recorded as failed_final instead, and the client gets that at once.
+TEST_F(PendingOutcomeTest, AnOutcomeTheStoreRefusesForEverIsRecordedAs502NotKeptNeverRetried) {
+  int64_t fence = 0;
+  const uint64_t ticket = Hold(fence);
+  faulty_->RefuseOutcomesOver(1000);
+
+  const std::optional<GuardedAnswer> answer = RecordWithin(ticket, fence, LargeCreated(), 5s);
+
+  ASSERT_TRUE(answer.has_value()) << "the refused outcome was still being retried";
+  EXPECT_EQ(answer->response.status, 502);
+  EXPECT_NE(answer->response.body.find("upstream-answer-not-kept"), std::string::npos)
+      << answer->response.body;
+  EXPECT_EQ(answer->decision, Decision::kUpstreamError);
+  EXPECT_EQ(faulty_->refused(), 1);
+  EXPECT_EQ(metrics_.record_retries.load(), 0u);
+  ExpectSettled();
+  auto record = store_->Get(scope_);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->state, KeyState::kFailedFinal);
+  EXPECT_EQ(record->response.body, answer->response.body);
+}
+
+// The same when the refusal comes on a retry (the first write found the store down): the pending
+// outcome is replaced by the 502 at once, not retried again.
+TEST_F(PendingOutcomeTest, APendingOutcomeRefusedForEverOnItsRetryIsReplacedBy502NotKept) {
+  int64_t fence = 0;
+  const uint64_t ticket = Hold(fence);
+  faulty_->FailNext(1, false);
+  faulty_->RefuseOutcomesOver(1000);
+
+  const std::optional<GuardedAnswer> answer = RecordWithin(ticket, fence, LargeCreated(), 5s);
+
+  ASSERT_TRUE(answer.has_value()) << "the refused outcome was still being retried";
+  EXPECT_EQ(answer->response.status, 502);
+  EXPECT_NE(answer->response.body.find("upstream-answer-not-kept"), std::string::npos)
+      << answer->response.body;
+  EXPECT_EQ(faulty_->refused(), 1);
+  EXPECT_EQ(metrics_.record_retries.load(), 1u);  // the store-down retry only
+  ExpectSettled();
+  auto record = store_->Get(scope_);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->state, KeyState::kFailedFinal);
+  EXPECT_EQ(record->response.body, answer->response.body);
 }
 
 }  // namespace

@@ -61,6 +61,18 @@ Plan PlanFor(const Route& route, const Scope& scope, UpstreamAnswer upstream) {
                      Decision::kUpstreamError}};
 }
 
+// The answer a store refused for ever (OutOfRange: larger than it keeps for one key): the 502
+// upstream-answer-not-kept is the key's answer instead, as for any answer too large to keep.
+Plan NotKeptInstead(const Scope& scope, const absl::Status& refusal) {
+  spdlog::warn("key {}: the store refuses its outcome for ever ({}); recording a 502 instead",
+               LoggedKey(scope.key), refusal.ToString());
+  StoredResponse problem = RefusedOutcomeResponse();
+  StoredResponse stored = problem;
+  return {.kind = KeyOp::Kind::kFailFinal,
+          .stored = std::move(stored),
+          .answer = {std::move(problem), Decision::kUpstreamError}};
+}
+
 GuardedAnswer NotRecorded(std::string detail) {
   return {NotRecordedResponse(std::move(detail), kNotRecordedRetryAfter),
           Decision::kStoreUnavailable};
@@ -84,6 +96,8 @@ GuardedAnswer AfterWait(PendingOutcome::State state, GuardedAnswer answer, const
       return answer;
     case PendingOutcome::State::kLost:
       return FenceMoved(scope, fence);
+    case PendingOutcome::State::kRefused:  // nothing recorded; the answer could not be kept
+      return {RefusedOutcomeResponse(), Decision::kUpstreamError};
     case PendingOutcome::State::kPending:
       break;
   }
@@ -113,6 +127,22 @@ asio::awaitable<GuardedAnswer> RecordOutcome(GatewayContext& ctx, const Route& r
   if (!release) op.response = std::move(plan.stored);
   KeyOpResult written = co_await AwaitKeyOp(ctx, std::move(op));
   if (!release) plan.stored = std::move(written.sent);  // handed back whatever the status
+  // A permanent refusal is not a store fault: never retried, the smaller 502 written instead.
+  if (!release && absl::IsOutOfRange(written.status)) {
+    plan = NotKeptInstead(guarded.scope, written.status);
+    KeyOp smaller{.kind = plan.kind, .scope = guarded.scope, .fence = fence};
+    smaller.response = std::move(plan.stored);
+    written = co_await AwaitKeyOp(ctx, std::move(smaller));
+    plan.stored = std::move(written.sent);
+    if (absl::IsOutOfRange(written.status)) {
+      spdlog::error(
+          "key {}: the store refuses even the 502 that stands for its answer ({}); nothing is "
+          "recorded and the key is left to lapse",
+          LoggedKey(guarded.scope.key), written.status.ToString());
+      Forget(ctx, ticket);
+      co_return std::move(plan.answer);
+    }
+  }
   if (written.status.ok()) {
     if (!release)
       ctx.cache.Put(guarded.scope, {guarded.fingerprint, std::move(plan.stored)},
@@ -144,6 +174,8 @@ asio::awaitable<GuardedAnswer> RecordOutcome(GatewayContext& ctx, const Route& r
   const auto start = std::chrono::steady_clock::now();
   const PendingOutcome::State state =
       co_await AwaitSettled(pending, start + ctx.config.record_wait);
+  if (pending->written_instead.has_value())
+    plan.answer = {*pending->written_instead, Decision::kUpstreamError};
   co_return AfterWait(state, std::move(plan.answer), guarded.scope, fence, ctx.config.record_wait);
 }
 

@@ -4,9 +4,12 @@
 // gets it without a second run. Before, its Complete was refused, the outcome kept and retried for
 // ever (the client got 503, its retries 409), and once --max-pending-bytes was reached every new
 // key got 503. On a server of the nats fixture's script started with that max_payload.
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "gateway_fixture.h"
+#include "idem/store.h"
 #include "nats_test_support.h"
 #include "scripted_upstream.h"
 
@@ -52,6 +55,51 @@ TEST_F(NatsServePayloadE2E, AnAnswerLargerThanTheServersMaxPayloadIs502RecordedA
   EXPECT_EQ(replayed.Header("Idempotent-Replayed"), "true");
   EXPECT_EQ(upstream.requests(), 2);
   EXPECT_EQ(Metric("idem_outcomes_pending"), 0);
+}
+
+// On a route with `recover` each claim stores the request as its note: a request larger than a
+// key record can carry is refused at once with 413 request-too-large-to-recover naming the limit,
+// nothing stored and nothing forwarded, and its retry gets the same (issue 37, item 4). Before,
+// the claim was refused with OutOfRange and the client got 503 store-unavailable, for ever.
+TEST_F(NatsServePayloadE2E, ARequestLargerThanTheStoreKeepsForRecoveryIs413NothingStoredOrSent) {
+  ScriptedUpstream upstream(
+      [](const std::string&) { return Reply{ScriptedUpstream::Answer("201 Created", "ok")}; });
+  const std::string config = Config(R"(
+[[route]]
+path_prefix = "/charges"
+recover = "resend"
+)");
+  StartGateway({"--config", config}, upstream.Url());
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(store_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const int64_t limit = (*store)->MaxResponseBytes();
+  ASSERT_GT(limit, 0);
+  // Over the 64 KiB of the servers' max_payload, within --max-body.
+  const std::string huge = "\"" + std::string(80 << 10, 'h') + "\"";
+
+  const Response refused = Post("order-huge", huge);
+  ExpectProblem(refused, 413);
+  EXPECT_NE(refused.body.find("request-too-large-to-recover"), std::string::npos) << refused.body;
+  EXPECT_NE(refused.body.find(std::to_string(limit)), std::string::npos) << refused.body;
+  const Response again = Post("order-huge", huge);
+  ExpectProblem(again, 413);
+  EXPECT_EQ(again.body, refused.body);
+  EXPECT_EQ(upstream.requests(), 0);
+  absl::StatusOr<KeyRecord> record = (*store)->Get({.tenant = "", .key = "order-huge"});
+  EXPECT_TRUE(absl::IsNotFound(record.status())) << record.status();
+  absl::StatusOr<std::vector<KeyRecord>> kept = (*store)->List({.include_expired = true});
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(kept->empty()) << kept->size() << " record(s), the first " << (*kept)[0].scope.key;
+  EXPECT_EQ(Metric("idem_outcomes_pending"), 0);
+
+  // A request within the limit on the same route is kept and answered as ever.
+  const Response fits = Post("order-small", kBody);
+  EXPECT_EQ(fits.status, 201) << fits.body;
+  EXPECT_EQ(upstream.requests(), 1);
+  kept = (*store)->List({.include_expired = true});
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ((*kept)[0].scope.key, "order-small");
 }
 
 }  // namespace
