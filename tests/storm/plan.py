@@ -60,6 +60,11 @@ class RunPlan:
             kinds.remove("gw_clock")  # JetStream leases: see the checker's note on clocks
             if self.long_profile:
                 kinds.append(NATS_CRASH_TWO)
+            else:
+                # Quorum loss (two servers paused together) is drawn in the long profile only:
+                # on a loaded two-core machine nats-server 2.9.10 sometimes never found its meta
+                # leader again afterwards (seed 191079, FINDINGS.md), and the short profile is CI's.
+                kinds = [k for k in kinds if k != "nats_quorum"]
         faults = []
         t = r.uniform(2.0, 4.0)
         while t < self.seconds - 3:
