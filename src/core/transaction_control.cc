@@ -111,11 +111,6 @@ bool IsRollbackToSavepoint(std::string_view sql) {
   return !next.empty();
 }
 
-bool IsSavepointStatement(std::string_view sql) {
-  const std::string first = WordReader(sql).Next();
-  return first == "SAVEPOINT" || first == "RELEASE" || first == "ROLLBACK";
-}
-
 absl::Status BorrowedTransactionEndRefused(std::string_view operation,
                                            std::string_view connection) {
   return absl::FailedPreconditionError(

@@ -22,11 +22,6 @@ bool IsTransactionControl(std::string_view sql);
 // besides a whole rollback that a transaction whose statement failed is good for.
 bool IsRollbackToSavepoint(std::string_view sql);
 
-// Returns true when `sql` begins with SAVEPOINT, RELEASE or ROLLBACK (to a savepoint or whole),
-// skipping comments and whitespace as IsTransactionControl does: a statement that changes which of
-// the transaction's writes are kept.
-bool IsSavepointStatement(std::string_view sql);
-
 // The answers both stores give on a borrowed transaction (idem/borrowed_transaction.h), whose
 // owner begins and ends it on its own `connection` (named for the owner: "sqlite3",
 // "PostgreSQL"). FailedPrecondition for Commit() or Rollback(), `operation` naming which:

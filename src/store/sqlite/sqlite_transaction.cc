@@ -89,17 +89,6 @@ SqlValue ColumnValue(const Statement& stmt, int col) {
   }
 }
 
-// Whether `sql` may touch the store's own tables (idem_keys, idem_fence, ...), or change which of
-// the transaction's writes are kept: either way it must see this transaction's claims as rows.
-bool NeedsClaimsWritten(std::string_view sql) {
-  constexpr std::string_view kPrefix = "idem_";
-  const auto it = std::search(sql.begin(), sql.end(), kPrefix.begin(), kPrefix.end(),
-                              [](char a, char b) {
-                                return std::tolower(static_cast<unsigned char>(a)) == b;
-                              });
-  return it != sql.end() || IsSavepointStatement(sql);
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SqliteTransaction>> SqliteTransaction::Begin(
@@ -119,10 +108,8 @@ absl::StatusOr<std::unique_ptr<SqliteTransaction>> SqliteTransaction::Borrow(
         "then borrow it; idem works inside your transaction and leaves COMMIT or ROLLBACK to you");
   }
   // No commit or rollback hooks: SQLite cannot hand back the owner's own hooks afterwards.
-  std::unique_ptr<SqliteTransaction> tx(
+  return std::unique_ptr<SqliteTransaction>(
       new SqliteTransaction(std::move(lease), clock, retention, /*borrowed=*/true));
-  tx->deferred_.Flush(*tx->lease_).IgnoreError();  // nothing to write: it only stops deferring
-  return tx;
 }
 
 SqliteTransaction::~SqliteTransaction() {
@@ -240,7 +227,6 @@ absl::StatusOr<Statement> SqliteTransaction::PrepareBound(std::string_view sql,
 
 absl::StatusOr<std::vector<SqlRow>> SqliteTransaction::Query(std::string_view sql,
                                                              std::span<const SqlValue> params) {
-  if (deferred_.deferring() && NeedsClaimsWritten(sql)) IDEM_RETURN_IF_ERROR(StopDeferring());
   IDEM_ASSIGN_OR_RETURN(Statement stmt, PrepareBound(sql, params));
   std::vector<SqlRow> rows;
   while (true) {
@@ -259,7 +245,6 @@ absl::StatusOr<std::vector<SqlRow>> SqliteTransaction::Query(std::string_view sq
 
 absl::StatusOr<int64_t> SqliteTransaction::Execute(std::string_view sql,
                                                    std::span<const SqlValue> params) {
-  if (deferred_.deferring() && NeedsClaimsWritten(sql)) IDEM_RETURN_IF_ERROR(StopDeferring());
   IDEM_ASSIGN_OR_RETURN(Statement stmt, PrepareBound(sql, params));
   const int64_t before = sqlite3_total_changes64(lease_->db());
   while (true) {
@@ -281,16 +266,7 @@ void SqliteTransaction::ClearFailureIfRolledBack(std::string_view sql) {
   if (failed_ && IsRollbackToSavepoint(sql)) failed_ = false;
 }
 
-absl::Status SqliteTransaction::StopDeferring() {
-  IDEM_RETURN_IF_ERROR(Gate("running SQL", /*after_failure_ok=*/true));
-  return Track(deferred_.Flush(*lease_), /*dooming=*/true);
-}
-
-// SQL run through the handle is out of the store's sight: the claims are written first.
-void* SqliteTransaction::native_handle() {
-  if (deferred_.deferring() && open_) StopDeferring().IgnoreError();
-  return lease_->db();
-}
+void* SqliteTransaction::native_handle() { return lease_->db(); }
 
 absl::StatusOr<ClaimResult> SqliteTransaction::Claim(const Scope& scope,
                                                      std::string_view fingerprint,
@@ -308,26 +284,6 @@ absl::StatusOr<ClaimResult> SqliteTransaction::Claim(const Scope& scope,
                            now,
                            now + kTransactionLease.count(),
                            now + std::max(retention_, kTransactionLease).count()};
-  if (deferred_.deferring()) {
-    if (const KeyRecord* held = deferred_.Unfinished(scope); held != nullptr) {
-      return ClaimResult{false, *held};  // a nested claim of this transaction's own
-    }
-    absl::StatusOr<std::optional<int64_t>> fence = deferred_.FenceForNewKey(*lease_, scope);
-    IDEM_RETURN_IF_ERROR(Track(fence.status()));
-    if (fence->has_value()) {
-      KeyRecord record{.scope = scope,
-                       .fingerprint = std::string(fingerprint),
-                       .state = KeyState::kInProgress,
-                       .fence = **fence,
-                       .owner = std::string(owner),
-                       .lease_until_ms = params.lease_until_ms,
-                       .created_ms = now,
-                       .updated_ms = now,
-                       .expires_ms = params.expires_ms};
-      deferred_.Add(record);
-      return ClaimResult{true, std::move(record)};
-    }
-  }
   absl::StatusOr<ClaimResult> claim = ClaimKey(*lease_, params, /*take_over_lapsed=*/true);
   IDEM_RETURN_IF_ERROR(Track(claim.status()));
   return claim;
@@ -342,12 +298,6 @@ absl::Status SqliteTransaction::Finish(const Scope& scope, int64_t fence, KeySta
         "Finish records kCompleted or kFailedFinal; to give the key up, roll back instead");
   }
   const int64_t now = clock_.NowMillis();
-  absl::StatusOr<bool> deferred = deferred_.Finish(*lease_, scope, fence, state, response, now,
-                                                   now + retention_.count());
-  // An Aborted fence wrote nothing: not a failed statement.
-  if (!deferred.ok() && absl::IsAborted(deferred.status())) return deferred.status();
-  IDEM_RETURN_IF_ERROR(Track(deferred.status()));
-  if (*deferred) return absl::OkStatus();
   absl::StatusOr<int64_t> changed =
       RecordOutcome(*lease_, scope, fence, state, response, now, now + retention_.count());
   IDEM_RETURN_IF_ERROR(Track(changed.status()));
@@ -375,14 +325,7 @@ absl::Status SqliteTransaction::RunSavepointCommand(std::string_view verb, std::
   IDEM_RETURN_IF_ERROR(
       Track(lease_->Run(std::string_view(sql.data(), static_cast<size_t>(end - sql.data()))),
             /*dooming=*/true));
-  if (verb.starts_with("ROLLBACK")) {
-    failed_ = false;
-    deferred_.OnRollbackTo(name);
-  } else if (verb.starts_with("RELEASE")) {
-    deferred_.OnRelease(name);
-  } else {
-    deferred_.OnSavepoint(name);
-  }
+  if (verb.starts_with("ROLLBACK")) failed_ = false;
   return absl::OkStatus();
 }
 
@@ -403,10 +346,6 @@ absl::Status SqliteTransaction::Commit() {
   if (absl::Status gate = Gate("committing"); !gate.ok()) {
     Rollback().IgnoreError();
     return gate;
-  }
-  if (absl::Status flushed = StopDeferring(); !flushed.ok()) {
-    Rollback().IgnoreError();
-    return flushed;
   }
   ending_ = true;
   absl::Status status = lease_->Run("COMMIT");

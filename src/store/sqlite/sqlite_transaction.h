@@ -20,7 +20,6 @@
 #include "idem/clock.h"
 #include "idem/store.h"
 #include "store/sqlite/connection_pool.h"
-#include "store/sqlite/deferred_claims.h"
 
 namespace idem::sqlite {
 
@@ -77,9 +76,6 @@ class SqliteTransaction final : public StoreTransaction {
   // rejects, or parameters that do not match the $N the SQL uses.
   absl::StatusOr<Statement> PrepareBound(std::string_view sql, std::span<const SqlValue> params);
   absl::Status RunSavepointCommand(std::string_view verb, std::string_view name);
-  // Writes the deferred claims (DeferredClaims::Flush) before SQL whose effect on them the store
-  // cannot follow; claims are immediate from then on.
-  absl::Status StopDeferring();
   // After `sql` ran: a ROLLBACK TO a savepoint makes a failed transaction usable again.
   void ClearFailureIfRolledBack(std::string_view sql);
 
@@ -92,9 +88,6 @@ class SqliteTransaction final : public StoreTransaction {
   bool ending_ = false;         // the store itself is committing or rolling back
   bool ended_outside_ = false;  // SQLite committed or rolled back without the store asking
   absl::Status doomed_;
-  // Claims of new keys, written with their outcome (deferred_claims.h); not in a borrowed
-  // transaction, whose commit the store does not see.
-  DeferredClaims deferred_;
 };
 
 }  // namespace idem::sqlite
