@@ -131,8 +131,8 @@ TEST(PostgresLeaseDeadlock, SixThreadsOfRepeatedKeysAndShortLeasesNeverFailABatc
 
 // The cycle the stress meets by chance, made on purpose: a transaction holds the new row of key
 // "w"; a batch locks the lapsed row of key "x" and then waits at its claim of "w" for that
-// transaction; the transaction then takes "x" over, and waits for the batch. The batch, which
-// waited first, is the one PostgreSQL rolls back after deadlock_timeout. It must run again (once
+// transaction; the transaction then takes "x" over, and waits for the batch. The batch, whose
+// deadlock_timeout passes first, is the one PostgreSQL rolls back. It must run again (once
 // the transaction commits, its claims find the transaction's records) instead of failing. Both
 // forms of a batch: one statement at a time (a key twice) and set-based.
 TEST(PostgresLeaseDeadlock, ABatchPickedAsADeadlocksVictimRunsAgainInsteadOfFailing) {
@@ -152,6 +152,11 @@ TEST(PostgresLeaseDeadlock, ABatchPickedAsADeadlocksVictimRunsAgainInsteadOfFail
 
     absl::StatusOr<std::unique_ptr<StoreTransaction>> tx = (*store)->Begin();
     ASSERT_TRUE(tx.ok()) << tx.status();
+    // Whichever waiter's deadlock_timeout passes first checks for the cycle and is rolled back.
+    // The batch waits first, but on a loaded machine the transaction's check could still run
+    // first (seen once in CI's form of the run); a longer timeout for the transaction alone makes
+    // the batch the victim on any machine.
+    ASSERT_TRUE((*tx)->Execute("SET LOCAL deadlock_timeout = '30s'").ok());
     absl::StatusOr<ClaimResult> w = (*tx)->Claim({"t", "w"}, fp, "tx");
     ASSERT_TRUE(w.ok() && w->claimed) << w.status();
     absl::StatusOr<std::vector<SqlRow>> pid = (*tx)->Query("SELECT pg_backend_pid()::bigint");
