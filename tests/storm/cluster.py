@@ -90,6 +90,24 @@ class Gateway:
         return cmd
 
     def start(self, clock_offset=None):
+        """Starts the gateway. One that exits at once because its store is still healing from a
+        fault (a JetStream quorum electing its leaders again) is started again, for a minute at
+        most: idem serve refuses to start on a store it cannot open."""
+        healed_by = time.monotonic() + 60
+        while True:
+            try:
+                return self.start_once(clock_offset)
+            except StoreNotReady:
+                if time.monotonic() >= healed_by:
+                    raise
+                time.sleep(1)
+
+    def store_refused(self):
+        with open(self.log, errors="replace") as log:
+            lines = log.read().splitlines()
+        return bool(lines) and "cannot open the store" in lines[-1]
+
+    def start_once(self, clock_offset):
         env = dict(os.environ)
         if clock_offset is not None and os.path.exists(FAKETIME):
             env["LD_PRELOAD"] = FAKETIME
@@ -106,8 +124,9 @@ class Gateway:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("%s exited with %s at start; see %s" %
-                                   (self.name, self.proc.returncode, self.log))
+                error = StoreNotReady if self.store_refused() else RuntimeError
+                raise error("%s exited with %s at start; see %s" %
+                            (self.name, self.proc.returncode, self.log))
             try:
                 with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % self.admin,
                                             timeout=1) as answer:
@@ -231,6 +250,10 @@ class NatsStore:
 
     def stop(self):
         subprocess.run([self.script, "stop", self.state], stdout=subprocess.DEVNULL)
+
+
+class StoreNotReady(RuntimeError):
+    """A gateway exited at start because it could not open its store."""
 
 
 def run(cmd):

@@ -137,18 +137,7 @@ def run_store(args, name, out):
                                 (g.name, status))
         final = Gateway(args.idem, "final", plan, store.uri, upstream.port, work, True,
                         recover=False)
-        # The store may still be healing from the last fault (a JetStream quorum electing its
-        # leaders again): a gateway that cannot open it exits at once, so it is started again
-        # until the store answers, for a minute at most.
-        healed_by = time.monotonic() + 60
-        while True:
-            try:
-                final.start()
-                break
-            except RuntimeError:
-                if time.monotonic() >= healed_by:
-                    raise
-                time.sleep(1)
+        final.start()  # again until the store answers, if it is still healing (Gateway.start)
         deadline = history.now() + 3 * plan.lease + 15
         threads = []
         keys = list(load.keys)
