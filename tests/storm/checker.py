@@ -14,17 +14,29 @@ For every key:
         killed, drained or restarted, or the store was out for half the lease or more, before
         the later run (the lease lapsed and a retry took the key over and re-sent it).
     On a `status` route a lapsed key is settled by asking the status URL, never by re-sending.
-  - two forwards of one key never carry the same fence (fence_header routes).
+  - two forwards of one key never carry the same fence, and a key's fences grow in the order its
+    forwards arrive, but for a holder paused or gone down before its forward, or a forward its
+    gateway had given up on (fence_header routes);
+  - a client's store-unavailable or outcome-not-recorded answer does not quote the store (its
+    address or user: those go to the gateway's log);
+  - an answer that reached a gateway is recorded by the end, huge ones too (or their 502).
 """
 
 import collections
 import json
+import re
 import sys
 
 # What a client may get instead of the key's answer (docs/gateway.md's table).
 REFUSAL_TYPES = {"key-in-flight", "store-unavailable", "outcome-not-recorded",
                  "upstream-unreachable", "upstream-bad-response", "upstream-timeout"}
 FINAL_502 = {"upstream-answer-not-kept", "recovery-attempts-exhausted"}
+# The refusals that speak of the store: a client gets a generic detail and a request id, the
+# store's own words (a PostgreSQL server's user, host, port and database) go to the gateway's log
+# (docs/gateway.md; issue 37, item 10). An address (host:port) or a user@host in their detail is
+# a violation.
+STORE_REFUSALS = {"store-unavailable", "outcome-not-recorded"}
+STORE_WORDS = re.compile(r"[\w.-]+@[\w.-]+|\b\d{1,3}(?:\.\d{1,3}){3}:\d+|\blocalhost:\d+")
 STORE_FAULT_PREFIXES = ("sqlite_lock", "pg_", "nats_")
 DEATHS = ("gw_kill", "gw_term", "gw_clock")
 STORED_ANSWER_LIMIT = 16 * 1024 * 1024
@@ -103,7 +115,7 @@ def check(records):
         events = by_key[name]
         execs = sorted(events["exec"], key=lambda e: e["t"])
         v.executions += len(execs)
-        check_fences(v, name, events)
+        check_fences(v, name, events, faults, failures, lease, upstream_timeout)
         recorded = check_replays(v, name, events)
         for prev, cur in zip(execs, execs[1:]):
             reason = rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures)
@@ -119,16 +131,52 @@ def check(records):
     return v
 
 
-def check_fences(v, name, events):
+def fence_number(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def stalled(forward, faults, failures, lease, upstream_timeout):
+    """Whether the gateway that sent `forward` was paused, cut off the network or went down
+    shortly before it, or had given up on it (its own 502/504, the key released): a holder whose
+    lease lapsed meanwhile may forward under its older fence after a later holder did (the fence
+    is what lets the upstream refuse it), and a request a gateway gave up on or died with may
+    reach the upstream late."""
+    since = forward["t"] - lease - upstream_timeout - 10
+    if any(f["gw"] == forward["gw"] and (f["kind"].startswith(("gw_stop", "net_isolate")) or
+                                        f["kind"] in DEATHS) and
+           f["start"] <= forward["t"] and f["end"] >= since for f in faults):
+        return True
+    return any(f["gw"] == forward["gw"] and f["xrid"] == forward.get("xrid") and
+               f.get("start", f["at"]) - 0.05 <= forward["t"] for f in failures)
+
+
+def check_fences(v, name, events, faults, failures, lease, upstream_timeout):
+    """Two forwards of a key never carry one fence, and per key the fences grow in the order the
+    forwards reach the upstream (docs/distributed-store.md "Fences": across processes, releases
+    and takeovers), but for a holder that was stalled before its forward (`stalled`)."""
     seen = {}
+    top = None
     for a in sorted(events["exec"] + events["arrival"], key=lambda e: e["t"]):
         fence = a.get("fence")
         if fence is None:
             continue
+        number = fence_number(fence)
         if fence in seen:
             v.violation(name, "two forwards carried fence %s (%s at %.2fs and %s at %.2fs)" %
                         (fence, seen[fence]["gw"], seen[fence]["t"], a["gw"], a["t"]))
+        elif top is not None and number is not None and number < top[0] and \
+                not stalled(a, faults, failures, lease, upstream_timeout):
+            v.violation(name, "fences went down: %s forwarded fence %s at %.2fs after %s forwarded "
+                        "fence %s at %.2fs (%s was neither paused nor down, nor had it given "
+                        "up on it)" %
+                        (a["gw"], fence, a["t"], top[1]["gw"], top[1]["fence"], top[1]["t"],
+                         a["gw"]))
         seen[fence] = a
+        if number is not None and (top is None or number > top[0]):
+            top = (number, a)
 
 
 def check_replays(v, name, events):
@@ -153,6 +201,10 @@ def check_answers(v, name, events, recorded, execs, upstream_timeout, failures):
     for ans in events["answer"]:
         status, ptype = ans["status"], ans.get("type")
         who = "client %d attempt %d" % (ans["client"], ans["attempt"])
+        if ptype in STORE_REFUSALS and STORE_WORDS.search(ans.get("detail") or ""):
+            v.violation(name, "%s got %s %s quoting the store (%s): a client's refusal names no "
+                        "store address or user" % (who, status, ptype,
+                                                    STORE_WORDS.search(ans["detail"]).group(0)))
         if status is None or ptype in REFUSAL_TYPES:
             continue
         if ptype is None and status >= 500 and ans.get("ex") is None:
@@ -177,7 +229,10 @@ def check_answers(v, name, events, recorded, execs, upstream_timeout, failures):
         if ans.get("body_key") not in (None, name):
             v.violation(name, "%s got the answer of another key (%s)" % (who, ans["body_key"]))
     if recorded is None:
-        kept = [e for e in execs if e["mode"] not in ("drop", "huge") and
+        # A huge answer reached its gateway too: it is recorded, or its 502 upstream-answer-not-kept
+        # is (an answer the store refuses for ever is no reason to leave the key unsettled:
+        # issue 37, item 4).
+        kept = [e for e in execs if e["mode"] != "drop" and
                 not (e["mode"] == "slow" and e["delay_ms"] >= 900 * upstream_timeout) and
                 not any(f["gw"] == e["gw"] and f["xrid"] == e.get("xrid") and
                         f["at"] >= e["t"] - upstream_timeout - 5 for f in failures)]

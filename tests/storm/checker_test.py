@@ -85,6 +85,18 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(len(v.violations), 1)
         self.assertIn("fence 7", v.violations[0][1])
 
+    def test_a_lower_fence_after_a_higher_one_is_a_violation_unless_its_holder_was_paused(self):
+        failed = {"ev": "arrival", "key": "k1", "gw": "g1", "fence": "40", "mode": "fail",
+                  "effect": False, "t": 1.0}
+        down = check(key(), failed, run_(2, 2.0, gw="g2", fence="33"), answer(2), replays(2))
+        self.assertEqual(len(down.violations), 1)
+        self.assertIn("fences went down: g2 forwarded fence 33 at 2.00s after g1 forwarded fence "
+                      "40", down.violations[0][1])
+        paused = check(key(), failed, run_(2, 9.0, gw="g2", fence="33", mode="drop"),
+                       fault("gw_stop_long", 0.5, 8.5, gw="g2"), run_(3, 10.0, fence="41"),
+                       answer(3), replays(3))
+        self.assertEqual(paused.violations, [])
+
     def test_a_client_with_another_answer_than_the_recorded_one_is_a_violation(self):
         v = check(key(), run_(1, 1.0, mode="drop"), run_(2, 2.0), answer(1, client=0),
                   answer(2, client=1), replays(2))
@@ -110,6 +122,26 @@ class CheckerTest(unittest.TestCase):
                                                 (504, "upstream-timeout")])]
         v = check(key(), run_(1, 1.0), answer(1, client=9), refusals, replays(1))
         self.assertEqual(v.violations, [])
+
+    def test_a_store_refusal_quoting_the_stores_address_is_a_violation(self):
+        quoting = dict(answer(0, client=1), status=503, type="store-unavailable", ex=None,
+                       body="p", detail="cannot connect to PostgreSQL at "
+                                        "postgres@127.0.0.1:41234/idem: connection refused")
+        generic = dict(quoting, client=2, detail="the idempotency store did not take this "
+                                                 "request's key (request id rid-k1-c2)")
+        v = check(key(), run_(1, 1.0), answer(1), quoting, generic, replays(1))
+        self.assertEqual(len(v.violations), 1)
+        self.assertIn("client 1 attempt 1 got 503 store-unavailable quoting the store",
+                      v.violations[0][1])
+
+    def test_a_huge_answer_left_unrecorded_is_a_violation_a_dropped_one_not(self):
+        gone = [{"ev": "replay", "key": "k1", "n": n, "status": 503, "body": "x",
+                 "replayed": None, "unrecorded": True, "t": 50.0 + n} for n in (1, 2)]
+        huge = check(key(), run_(1, 1.0, mode="huge"), gone)
+        self.assertEqual(len(huge.violations), 1)
+        self.assertIn("never settled: run 1's answer reached a gateway", huge.violations[0][1])
+        dropped = check(key(), run_(1, 1.0, mode="drop"), gone)
+        self.assertEqual(dropped.violations, [])
 
 
 if __name__ == "__main__":

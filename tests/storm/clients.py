@@ -31,6 +31,18 @@ def problem_type(body):
     return None
 
 
+def problem_detail(body, ptype):
+    """A store refusal's detail, which the checker reads for the store's own words."""
+    if ptype not in ("store-unavailable", "outcome-not-recorded"):
+        return {}
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return {}
+    detail = doc.get("detail") if isinstance(doc, dict) else None
+    return {"detail": detail[:300]} if isinstance(detail, str) else {}
+
+
 def upstream_fields(body):
     """The execution an answer came from (the upstream's JSON), if it is one."""
     if len(body) > 4096 and not body.startswith(b'{"ex"'):
@@ -127,7 +139,7 @@ class Client:
                                 attempt=attempt, status=status, type=ptype, body=digest(data),
                                 size=len(data), replayed=headers.get("idempotent-replayed"),
                                 retry_after=retry_after, sent=digest(body),
-                                **upstream_fields(data))
+                                **upstream_fields(data), **problem_detail(data, ptype))
             if not self.retryable(status, ptype):
                 return
             wait = self.rng.uniform(0.1, 0.5)
