@@ -72,6 +72,75 @@ class CheckerTest(unittest.TestCase):
                       replays(2), fault("gw_stop_short", 1.2, 2.0))
         self.assertEqual(len(short.violations), 1)
 
+    def test_a_holder_cut_off_the_network_for_half_the_lease_allows_a_rerun_a_shorter_cut_not(self):
+        def rerun(cut):
+            return check(key(recover="status"), run_(1, 1.0), run_(2, 5.0, gw="g2"), answer(2),
+                         replays(2), cut)
+        self.assertEqual(rerun(fault("net_isolate_long", 1.2, 4.0)).violations, [])
+        self.assertIn("g1 was cut off the network 2.8s",
+                      rerun(fault("net_isolate_long", 1.2, 4.0)).allowed[0][1])
+        short = rerun(fault("net_isolate_short", 1.2, 2.0))
+        self.assertEqual(len(short.violations), 1)
+        self.assertIn("ran 2 times", short.violations[0][1])
+        elsewhere = rerun(fault("net_isolate_long", 1.2, 4.0, gw="g3"))
+        self.assertEqual(len(elsewhere.violations), 1)
+
+    def test_a_502_not_kept_needs_a_huge_or_slow_run_or_the_gateways_own_502_line(self):
+        not_kept = [{"ev": "replay", "key": "k1", "n": n, "status": 502, "body": "nk",
+                     "type": "upstream-answer-not-kept", "replayed": "true", "t": 50.0 + n}
+                    for n in (1, 2)]
+        bare = check(key(), run_(1, 4.3, gw="g2", xrid="rid-k1-c0"), not_kept)
+        self.assertEqual(len(bare.violations), 1)
+        self.assertIn("neither too large nor slow", bare.violations[0][1])
+        said = {"ev": "upstream_failure", "gw": "g2", "xrid": "rid-k1-c0", "status": 502,
+                "at": 4.6, "start": 1.3, "t": 70.0}
+        self.assertEqual(check(key(), run_(1, 4.3, gw="g2", xrid="rid-k1-c0"), not_kept,
+                               said).violations, [])
+        elsewhere = dict(said, gw="g1")
+        self.assertEqual(len(check(key(), run_(1, 4.3, gw="g2", xrid="rid-k1-c0"), not_kept,
+                                   elsewhere).violations), 1)
+
+    def test_a_request_its_gateway_gave_up_on_may_reach_the_upstream_after_a_retry_ran(self):
+        # po-1-k36: g2 answered 504 to attempt 3 at 26.4 s; the starved upstream read attempt 5's
+        # request (28.8 s) before attempt 3's (29.4 s).
+        gave_up = {"ev": "upstream_failure", "gw": "g2", "xrid": "rid-k1-c0-a3-b979", "status": 504,
+                   "at": 26.4, "start": 22.9, "t": 70.0}
+        late = check(key(recover="status"), run_(66, 28.8, gw="g2", xrid="rid-k1-c0-a5-cd4b"),
+                     run_(80, 29.4, gw="g2", xrid="rid-k1-c0-a3-b979"), answer(66),
+                     replays(66), gave_up)
+        self.assertEqual(late.violations, [])
+        self.assertIn("run 80 is a request g2 had answered 504 before run 66", late.allowed[0][1])
+        # Given up only after the other run: no reason.
+        after = check(key(recover="status"), run_(66, 28.8, gw="g2", xrid="rid-k1-c0-a5-cd4b"),
+                      run_(80, 29.4, gw="g2", xrid="rid-k1-c0-a3-b979"), answer(66), replays(66),
+                      dict(gave_up, at=29.0))
+        self.assertIn("ran 2 times", after.violations[0][1])
+
+    def test_a_key_its_draining_gateway_released_at_exit_may_run_again(self):
+        # po-1-k50: g1, draining, released the key at exit (its call over without an answer).
+        meta = dict(key(recover="status"), key_string="po-1-k50")
+        released = {"ev": "released_at_exit", "gw": "g1", "key_sha256": "b0c1a266718703ec",
+                    "at": 29.8, "t": 70.0}
+        ok = check(meta, run_(76, 29.2), run_(94, 30.8, gw="g2"), answer(94), replays(94),
+                   released)
+        self.assertEqual(ok.violations, [])
+        other = dict(released, key_sha256="df82eba059d145b2")
+        self.assertEqual(len(check(meta, run_(76, 29.2), run_(94, 30.8, gw="g2"), answer(94),
+                                   replays(94), other).violations), 1)
+
+    def test_a_holder_cut_off_its_store_allows_a_rerun_but_not_on_a_status_route_nor_another(self):
+        cut = fault("net_store_long", 1.2, 4.0)
+        off = check(key(), run_(1, 1.0), run_(2, 5.0, gw="g2"), answer(2), replays(2), cut)
+        self.assertEqual(off.violations, [])
+        self.assertIn("g1, which sent run 1, was cut off its store 2.8s", off.allowed[0][1])
+        status = check(key(recover="status"), run_(1, 1.0), run_(2, 5.0, gw="g2"), answer(2),
+                       replays(2), cut)
+        self.assertEqual(len(status.violations), 1)
+        # The taker's own cut is no reason: the holder kept its lease.
+        taker = check(key(), run_(1, 1.0), run_(2, 5.0, gw="g2"), answer(2), replays(2),
+                      fault("net_store_long", 1.2, 4.0, gw="g2"))
+        self.assertEqual(len(taker.violations), 1)
+
     def test_the_gateways_own_504_releases_the_key(self):
         failure = {"ev": "upstream_failure", "gw": "g1", "xrid": "rid-k1-c0-a1-x", "status": 504,
                    "at": 3.0, "start": 0.9, "t": 60.0}

@@ -56,9 +56,9 @@ def upstream_fields(body):
     return {}
 
 
-def post(port, path, body, headers, timeout):
+def post(port, path, body, headers, timeout, host="127.0.0.1"):
     """One request on a fresh connection: (status, headers, body) or an error string."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         conn.request("POST", path, body=body, headers=headers)
         answer = conn.getresponse()
@@ -123,7 +123,7 @@ class Client:
             status, headers, data = post(self.gateways[gw].port, "/%s/charge" % self.key.route,
                                          body, request_headers(self.run_plan, self.key, xrid,
                                                                header, body),
-                                         self.spec["timeout"])
+                                         self.spec["timeout"], host=self.gateways[gw].host)
             if status is None:
                 self.history.record("answer", key=self.key.name, client=self.index,
                                     attempt=attempt, status=None, error=data)

@@ -58,12 +58,17 @@ def config_toml(plan, flip_in_flight=False, recover=True):
 
 
 class Gateway:
-    def __init__(self, idem, name, plan, store_uri, upstream_port, work, cache_off, recover=True):
+    def __init__(self, idem, name, plan, store_uri, upstream_port, work, cache_off, recover=True,
+                 netns=None):
         self.idem = idem
         self.name = name
         self.plan = plan
         self.store_uri = store_uri
         self.upstream = "http://127.0.0.1:%d/%s" % (upstream_port, name)
+        # In a network namespace of its own (netns.py) the gateway listens on the namespace's
+        # address; its store and upstream stay at 127.0.0.1, routed to the storm's loopback.
+        self.netns = netns
+        self.host = netns.address if netns is not None else "127.0.0.1"
         self.port = free_port()
         self.admin = free_port()
         self.config = os.path.join(work, "%s.toml" % name)
@@ -76,8 +81,8 @@ class Gateway:
             f.write(config_toml(plan, recover=recover))
 
     def command(self):
-        cmd = [self.idem, "serve", "--listen", "127.0.0.1:%d" % self.port,
-               "--admin", "127.0.0.1:%d" % self.admin, "--upstream", self.upstream,
+        cmd = [self.idem, "serve", "--listen", "%s:%d" % (self.host, self.port),
+               "--admin", "%s:%d" % (self.host, self.admin), "--upstream", self.upstream,
                "--store", self.store_uri, "--config", self.config,
                "--lease", seconds(self.plan.lease),
                "--upstream-timeout", seconds(self.plan.upstream_timeout),
@@ -118,7 +123,10 @@ class Gateway:
         with open(self.log, "a") as log:
             log.write("==== storm: start %s\n" % " ".join(self.command()))
             log.flush()
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=log,
+            cmd = self.command()
+            if self.netns is not None:
+                cmd = self.netns.wrap(cmd)
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log,
                                          stdin=subprocess.DEVNULL, env=env)
         self.stopped = False
         deadline = time.monotonic() + 60
@@ -128,7 +136,7 @@ class Gateway:
                 raise error("%s exited with %s at start; see %s" %
                             (self.name, self.proc.returncode, self.log))
             try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % self.admin,
+                with urllib.request.urlopen("http://%s:%d/healthz" % (self.host, self.admin),
                                             timeout=1) as answer:
                     if answer.status == 200:
                         return
@@ -188,6 +196,10 @@ class SqliteStore:
     def __init__(self, work):
         self.path = os.path.join(work, "idem.db")
         self.uri = "sqlite:" + self.path
+        self.ports = []  # what a gateway cut off its store cannot reach: none, a file
+
+    def trust(self, subnet):
+        pass  # a file: no one to let in
 
     def hold_write_lock(self, duration):
         """Holds SQLite's write lock (BEGIN IMMEDIATE) for `duration` seconds, as a backup or an
@@ -217,9 +229,20 @@ class PostgresStore:
             for line in f:
                 name, _, value = line.strip().partition("=")
                 self.env[name] = value
+        self.ports = [int(self.env["IDEM_PG_PORT"])]
 
     def fixture(self, what):
         run([self.script, what, self.state])
+
+    def trust(self, subnet):
+        """Lets in connections from `subnet` too (the gateways' network namespaces, netns.py),
+        as the fixture lets in loopback: a line in pg_hba.conf, and the server reloads it."""
+        psql = [os.path.join(self.env["IDEM_PG_BIN"], "psql"), "-X", "-q", "-At", "-h",
+                "127.0.0.1", "-p", self.env["IDEM_PG_PORT"], "-U", "postgres", "-d", "postgres"]
+        hba = run(psql + ["-c", "SHOW hba_file"]).strip()
+        with open(hba, "a") as f:
+            f.write("host  all all           %s trust\n" % subnet)
+        run(psql + ["-c", "SELECT pg_reload_conf()"])
 
     def terminate_backends(self):
         psql = os.path.join(self.env["IDEM_PG_BIN"], "psql")
@@ -241,6 +264,10 @@ class NatsStore:
         with open(os.path.join(self.state, "url")) as f:
             urls = f.read().strip().replace("nats://", "")
         self.uri = "nats://%s?bucket=storm%d&replicas=3" % (urls, seed % 100000)
+        self.ports = [int(u.rsplit(":", 1)[1]) for u in urls.split(",")]
+
+    def trust(self, subnet):
+        pass  # the fixture's servers take any client that reaches them
 
     def node(self, what, index):
         run([self.script, what, self.state, str(index + 1)])

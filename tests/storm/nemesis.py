@@ -48,7 +48,8 @@ class Nemesis:
                                      (fault["kind"], start, error))
             self.history.record("fault", kind=fault["kind"], gw="g%d" % (fault["gw"] + 1),
                                 start=start, end=self.history.now(), detail=detail)
-            self.counts[fault["kind"]] = self.counts.get(fault["kind"], 0) + 1
+            counted = fault["kind"] + (" (skipped)" if str(detail).startswith("skipped") else "")
+            self.counts[counted] = self.counts.get(counted, 0) + 1
         self.check_gateways()
 
     def check_gateways(self):
@@ -123,6 +124,8 @@ class Nemesis:
         if kind == "pg_terminate":
             self.store.terminate_backends()
             return "pg_terminate_backend of every client"
+        if kind.startswith("net_"):
+            return self.partition(fault, g)
         node = fault["node"]
         if kind == "nats_kill":
             self.store.node("kill-node", node)
@@ -149,3 +152,21 @@ class Nemesis:
             self.store.heal()
             return "nodes %d and %d killed together for %.1fs" % (node + 1, other + 1, d)
         raise ValueError("unknown fault " + kind)
+
+    def partition(self, fault, g):
+        """Cuts gateway `g` off the network (isolate) or off its store, for the fault's duration;
+        its connections hang meanwhile (nothing is reset), then go on."""
+        d = fault["duration"]
+        if g.netns is None:
+            return "skipped: the gateways have no network namespaces here"
+        if fault["kind"].startswith("net_isolate"):
+            g.netns.isolate()
+            what = "cut off the network (link down)"
+        else:
+            g.netns.cut_store(self.store.ports)
+            what = "cut off its store (ports %s dropped)" % ",".join(map(str, self.store.ports))
+        try:
+            self.sleep(d)
+        finally:
+            g.netns.heal()
+        return "%s %s for %.1fs (lease %.1fs)" % (g.name, what, d, self.plan.lease)

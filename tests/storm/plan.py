@@ -17,6 +17,11 @@ STORE_FAULTS = {
     "postgres": ["pg_pause_short", "pg_pause_long", "pg_crash", "pg_restart", "pg_terminate"],
     "nats": ["nats_kill", "nats_pause", "nats_quorum"],
 }
+# Network partitions (netns.py): a gateway cut off the network (its link down: clients, upstream
+# and store hang), or cut off its store alone (a server's store, not SQLite's file), shorter and
+# longer than the lease. Drawn wherever; the nemesis skips them where namespaces are missing.
+NET_FAULTS = ["net_isolate_short", "net_isolate_long"]
+NET_STORE_FAULTS = ["net_store_short", "net_store_long"]
 # Two of three JetStream servers SIGKILLed together: drawn in the long profile only. Seed 7 (short)
 # saw outcomes the store had acknowledged and replayed gone after such a crash (FINDINGS.md).
 NATS_CRASH_TWO = "nats_crash_two"
@@ -55,7 +60,9 @@ class RunPlan:
         return 2 * self.lease + 4 * self.recover_interval + 6
 
     def draw_faults(self, r):
-        kinds = list(GATEWAY_FAULTS) + STORE_FAULTS[self.store] * 2
+        kinds = list(GATEWAY_FAULTS) + STORE_FAULTS[self.store] * 2 + NET_FAULTS
+        if self.store != "sqlite":
+            kinds += NET_STORE_FAULTS
         if self.store == "nats":
             kinds.remove("gw_clock")  # JetStream leases: see the checker's note on clocks
             if self.long_profile:
@@ -84,6 +91,8 @@ class RunPlan:
                 "nats_kill": r.uniform(1.0, 4.0), "nats_pause": r.uniform(1.0, 4.0),
                 "nats_quorum": r.uniform(1.0, 2.0) * self.lease,
                 NATS_CRASH_TWO: r.uniform(1.0, 2.0) * self.lease,
+                "net_isolate_short": short, "net_isolate_long": long,
+                "net_store_short": short, "net_store_long": long,
             }[kind]
             clock = r.choice([-1, 1]) * r.uniform(1.5, 3.0) * self.lease
             faults.append({"at": round(t, 3), "kind": kind, "gw": gw,
