@@ -2,6 +2,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -67,7 +73,8 @@ TEST_F(PostgresOpen, FreshSchemaIsMigratedToTheNewestVersion) {
                                                    {"5", "0005_outbox_redrive_notify.sql"},
                                                    {"6", "0006_in_progress_index.sql"},
                                                    {"7", "0007_claim_nonce.sql"},
-                                                   {"8", "0008_sql_functions.sql"}}));
+                                                   {"8", "0008_sql_functions.sql"},
+                                                   {"9", "0009_sql_functions_faster.sql"}}));
   EXPECT_EQ(Rows("SELECT count(*) FROM idem_keys"), (std::vector<std::vector<std::string>>{{"0"}}));
 }
 
@@ -96,7 +103,7 @@ TEST_F(PostgresOpen, ManyProcessesOpeningAtOnceMigrateOnce) {
   // Each migration once: as many rows as distinct versions, and every embedded one present.
   EXPECT_EQ(Rows("SELECT count(*), count(DISTINCT version), max(version) FROM "
                  "idem_schema_migrations"),
-            (std::vector<std::vector<std::string>>{{"8", "8", "8"}}));
+            (std::vector<std::vector<std::string>>{{"9", "9", "9"}}));
 }
 
 TEST_F(PostgresOpen, MalformedUriIsInvalidArgument) {
@@ -130,6 +137,62 @@ TEST_F(PostgresOpen, RightPasswordOpens) {
       pgtest::UriWithSchema(ServerWith("idem_password:right-password", "postgres"), schema_);
   absl::Status status = OpenStore(uri).status();
   EXPECT_TRUE(status.ok()) << status;
+}
+
+// The password may stay out of the URI (docs/operations.md): libpq reads it from a password file
+// (HOST:PORT:DATABASE:USER:PASSWORD) named by the URI's passfile parameter or by PGPASSFILE; a
+// file others may read is ignored, as libpq ignores it.
+class PostgresPassfile : public PostgresOpen {
+ protected:
+  void SetUp() override {
+    PostgresOpen::SetUp();
+    ASSERT_TRUE(
+        AdminQuery("", fmt::format("GRANT ALL ON SCHEMA {} TO idem_password", schema_)).ok());
+    passfile_ = ::testing::TempDir() + "idem-" + schema_ + ".pgpass";
+  }
+  void TearDown() override {
+    unsetenv("PGPASSFILE");
+    std::remove(passfile_.c_str());
+  }
+  // Writes the password file for the role idem_password with `password`, mode `mode`.
+  void WritePassfile(std::string_view password, mode_t mode) {
+    std::ofstream(passfile_, std::ios::trunc) << "*:*:*:idem_password:" << password << "\n";
+    ASSERT_EQ(chmod(passfile_.c_str(), mode), 0);
+  }
+  // The role idem_password with no password in the URI; `query` added before the schema's.
+  std::string UriWithoutPassword(std::string_view query) const {
+    return pgtest::UriWithSchema(fmt::format("{}{}", ServerWith("idem_password", "postgres"), query),
+                                 schema_);
+  }
+  std::string passfile_;
+};
+
+TEST_F(PostgresPassfile, RightPasswordFromThePassfileTheUriNamesOpens) {
+  WritePassfile("right-password", 0600);
+  absl::Status status = OpenStore(UriWithoutPassword("?passfile=" + passfile_)).status();
+  EXPECT_TRUE(status.ok()) << status;
+}
+
+TEST_F(PostgresPassfile, RightPasswordFromThePassfilePgpassfileNamesOpens) {
+  WritePassfile("right-password", 0600);
+  ASSERT_EQ(setenv("PGPASSFILE", passfile_.c_str(), 1), 0);
+  absl::Status status = OpenStore(UriWithoutPassword("")).status();
+  EXPECT_TRUE(status.ok()) << status;
+}
+
+TEST_F(PostgresPassfile, WrongPasswordInThePassfileIsUnauthenticatedAndNotEchoed) {
+  WritePassfile("wrong-password", 0600);
+  absl::Status status = OpenStore(UriWithoutPassword("?passfile=" + passfile_)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated) << status;
+  EXPECT_NE(status.message().find("password authentication failed"), absl::string_view::npos);
+  EXPECT_EQ(status.message().find("wrong-password"), absl::string_view::npos) << status;
+}
+
+TEST_F(PostgresPassfile, APassfileOthersMayReadIsIgnoredSoNoPasswordIsGiven) {
+  WritePassfile("right-password", 0644);
+  absl::Status status = OpenStore(UriWithoutPassword("?passfile=" + passfile_)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated) << status;
+  EXPECT_NE(status.message().find("no password supplied"), absl::string_view::npos) << status;
 }
 
 TEST_F(PostgresOpen, UnknownRoleIsPermissionDenied) {
