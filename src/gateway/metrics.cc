@@ -124,12 +124,18 @@ std::string Metrics::Render() const {
       "# TYPE idem_outcomes_pending gauge\nidem_outcomes_pending {}\n"
       "# HELP idem_outcomes_pending_bytes Bytes of the outcomes pending.\n"
       "# TYPE idem_outcomes_pending_bytes gauge\nidem_outcomes_pending_bytes {}\n"
+      "# HELP idem_max_pending_outcomes The bound on idem_outcomes_pending (max_pending_outcomes): "
+      "at it new guarded requests get 503.\n"
+      "# TYPE idem_max_pending_outcomes gauge\nidem_max_pending_outcomes {}\n"
+      "# HELP idem_max_pending_bytes The bound on idem_outcomes_pending_bytes (max_pending_bytes): "
+      "at it new guarded requests get 503.\n"
+      "# TYPE idem_max_pending_bytes gauge\nidem_max_pending_bytes {}\n"
       "# HELP idem_outcome_record_retries_total Writes of pending outcomes retried.\n"
       "# TYPE idem_outcome_record_retries_total counter\nidem_outcome_record_retries_total {}\n"
       "# HELP idem_outcomes_abandoned_total Outcomes still unrecorded when the gateway exited.\n"
       "# TYPE idem_outcomes_abandoned_total counter\nidem_outcomes_abandoned_total {}\n",
-      outcomes_pending.load(), pending_bytes.load(), record_retries.load(),
-      outcomes_abandoned.load());
+      outcomes_pending.load(), pending_bytes.load(), max_pending_outcomes.load(),
+      max_pending_bytes.load(), record_retries.load(), outcomes_abandoned.load());
   out += fmt::format(
       "# HELP idem_recovery_scans_total Lists of lapsed claims the completer read from the "
       "store.\n"

@@ -94,6 +94,11 @@ class Metrics final {
   std::atomic<int64_t> pending_bytes{0};
   std::atomic<uint64_t> record_retries{0};
   std::atomic<uint64_t> outcomes_abandoned{0};
+  // The configured bounds on those (max_pending_outcomes, max_pending_bytes), rendered beside
+  // them: new guarded requests are refused with 503 while either count is at its bound, so an
+  // alert compares the two series without copying the config into its rule. Set at start.
+  std::atomic<int64_t> max_pending_outcomes{0};
+  std::atomic<int64_t> max_pending_bytes{0};
   // The completer (completer.h): lists of lapsed claims read from the store, recovery attempts
   // made (takeovers that asked the upstream), and keys it settled, by how.
   enum class Recovered { kCompleted, kFailedFinal, kReleased, kExhausted, kCount };

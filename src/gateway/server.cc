@@ -66,6 +66,8 @@ class ServerImpl final : public Server {
              .in_flight = in_flight_} {
     ctx_.owner = fmt::format("idem-serve-{}-{}", getpid(), NewUuidV7().substr(24));
     ctx_.rules.store(std::make_shared<const GatewayConfig>(config));
+    metrics.max_pending_outcomes.store(config.max_pending_outcomes);
+    metrics.max_pending_bytes.store(config.max_pending_bytes);
   }
   ~ServerImpl() override { Shutdown(0ms); }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gateway_fixture.h"
 #include "store_faults.h"
@@ -116,6 +117,32 @@ TEST_F(OutcomeKeptE2E, PastRecordWaitTheClientGets503AndItsRetryGetsTheRecordedA
   EXPECT_EQ(retry.Header("Idempotent-Replayed"), "true");
   EXPECT_EQ(Stat("calls"), 1);
   EXPECT_EQ(Stat("charges"), 1);
+}
+
+// The runbook watches idem_outcomes_pending against the configured bound: /metrics carries the
+// bound itself (idem_max_pending_outcomes, idem_max_pending_bytes), and once the count reaches it
+// new guarded requests are refused, naming the outcomes held, before anything is forwarded.
+TEST_F(OutcomeKeptE2E, ThePendingBoundsAreGaugesAndTheCountReachingOneRefusesNewRequests) {
+  std::vector<std::string> flags = FaultFlags("30s");
+  flags.insert(flags.end(), {"--max-pending-outcomes", "1", "--max-pending-bytes", "3MiB"});
+  StartGateway(flags);
+  EXPECT_EQ(Metric("idem_max_pending_outcomes"), 1);
+  EXPECT_EQ(Metric("idem_max_pending_bytes"), 3 << 20);
+  EXPECT_EQ(Metric("idem_outcomes_pending"), 0);
+  PostHeld("bound");
+  StoreDown();
+  ReleaseHeld();
+  ASSERT_TRUE(Eventually([&] { return Metric("idem_outcomes_pending") == 1; },
+                         std::chrono::seconds(10)));
+  EXPECT_EQ(Metric("idem_outcomes_pending"), Metric("idem_max_pending_outcomes"));
+  const Response refused = Post("another");
+  ExpectProblem(refused, 503);
+  EXPECT_NE(refused.body.find("too many outcomes"), std::string::npos) << refused.body;
+  EXPECT_EQ(Stat("calls"), 1);
+  StoreBack();
+  EXPECT_EQ(HeldAnswer().status, 201);
+  EXPECT_TRUE(Eventually([&] { return Metric("idem_outcomes_pending") == 0; }));
+  EXPECT_EQ(Metric("idem_max_pending_outcomes"), 1);
 }
 
 }  // namespace
