@@ -45,7 +45,8 @@ def route_toml(name, route, plan, in_flight=None):
 
 def config_toml(plan, flip_in_flight=False, recover=True):
     out = ['recover_interval = "%s"' % seconds(plan.recover_interval),
-           "recover_attempts = %d" % plan.recover_attempts, 'drain_timeout = "3s"', ""]
+           "recover_attempts = %d" % plan.recover_attempts,
+           'drain_timeout = "%s"' % seconds(plan.drain_timeout), ""]
     for name, route in plan.routes.items():
         route = dict(route)
         if not recover:

@@ -52,6 +52,10 @@ class RunPlan:
                 "recover": {"resend": "resend", "status": "status"}.get(name, "off"),
             }
         self.workers = r.randint(8, 16)
+        # A drain (SIGTERM) bound shorter than the upstream timeout leaves calls running at exit,
+        # whose keys must stay held until their leases lapse (docs/gateway.md, issue 23 item 2).
+        # Drawn apart so that the draws above stay those of earlier seeds.
+        self.drain_timeout = rng_for(seed, store, "drain").choice([3.0, 1.0])
         self.long_profile = long_profile
         self.faults = self.draw_faults(rng_for(seed, store, "nemesis"))
 

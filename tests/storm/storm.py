@@ -117,10 +117,12 @@ def run_store(args, name, out):
     history.record("run", seed=args.seed, store=name, lease=plan.lease,
                    upstream_timeout=plan.upstream_timeout, gateways=plan.gateways,
                    tenants=plan.tenants, routes=plan.routes, faults=plan.faults,
-                   recover_interval=plan.recover_interval, seconds=plan.seconds)
-    print("storm [%s]: %d gateway(s), lease %.0fs, tenants %s, %d faults drawn, %.0fs of load; "
-          "work in %s" % (name, plan.gateways, plan.lease, plan.tenants, len(plan.faults),
-                          plan.seconds, work), file=out, flush=True)
+                   recover_interval=plan.recover_interval, seconds=plan.seconds,
+                   drain_timeout=plan.drain_timeout)
+    print("storm [%s]: %d gateway(s), lease %.0fs, drain %.0fs, tenants %s, %d faults drawn, "
+          "%.0fs of load; work in %s" % (name, plan.gateways, plan.lease, plan.drain_timeout,
+                                         plan.tenants, len(plan.faults), plan.seconds, work),
+          file=out, flush=True)
     upstream = Upstream(work)
     store = open_store(name, work, args.seed)
     gateways = []
