@@ -57,6 +57,68 @@ TEST_F(NatsServePayloadE2E, AnAnswerLargerThanTheServersMaxPayloadIs502RecordedA
   EXPECT_EQ(Metric("idem_outcomes_pending"), 0);
 }
 
+// The storm's sequence of seed 191079 (tests/storm/FINDINGS.md), replayed step by step: tenant t0
+// completes key K on a key_pointer route; tenant t1 sends the same key string K on another route
+// and the upstream's answer is too large to keep. t1's client gets the 502 only once it is
+// recorded: a gateway without a replay cache, started afterwards, replays it to t1 and t0's 201
+// to t0, and the store holds each tenant's own record. The key string shared by two tenants
+// never mixes their records, and nothing runs twice.
+TEST_F(NatsServePayloadE2E, AKeyStringTwoTenantsShareKeepsEachTenantsAnswerWhenOneIsTooLarge) {
+  ScriptedUpstream upstream([](const std::string& head) {
+    const bool big = head.starts_with("POST /off/");
+    return Reply{ScriptedUpstream::Answer("201 Created", std::string(big ? 96 << 10 : 64, 'a'))};
+  });
+  const std::string config = Config(R"(
+[[route]]
+path_prefix = "/ptr"
+fence_header = "Idempotency-Fence"
+key_pointer = "/id"
+
+[[route]]
+path_prefix = "/off"
+in_flight = "wait"
+wait_max = "2s"
+fence_header = "Idempotency-Fence"
+)");
+  const std::vector<std::string> flags = {"--config", config, "--tenant-header", "X-Tenant"};
+  StartGateway(flags, upstream.Url());
+  const std::string key = "shared-k16";
+  const std::string ptr_body = R"({"id":")" + key + R"(","amount":1})";
+  const Response t0 = Send(port_, "POST", "/ptr/charge",
+                           {{"Content-Type", "application/json"}, {"X-Tenant", "t0"}}, ptr_body);
+  ASSERT_EQ(t0.status, 201) << t0.body;
+  const Response t1 = Post(key, kBody, {{"X-Tenant", "t1"}}, "/off/charge");
+  ExpectProblem(t1, 502);
+  EXPECT_NE(t1.body.find("upstream-answer-not-kept"), std::string::npos) << t1.body;
+
+  // A fresh gateway, without a replay cache: what it answers comes from the store.
+  StartGateway({"--config", config, "--tenant-header", "X-Tenant", "--cache-bytes", "0"},
+               upstream.Url());
+  for (int n = 0; n < 2; ++n) {
+    const Response again1 = Post(key, kBody, {{"X-Tenant", "t1"}}, "/off/charge");
+    EXPECT_EQ(again1.status, 502) << again1.body;
+    EXPECT_EQ(again1.body, t1.body);
+    EXPECT_EQ(again1.Header("Idempotent-Replayed"), "true");
+    const Response again0 = Send(
+        port_, "POST", "/ptr/charge", {{"Content-Type", "application/json"}, {"X-Tenant", "t0"}},
+        ptr_body);
+    EXPECT_EQ(again0.status, 201) << again0.body;
+    EXPECT_EQ(again0.body, t0.body);
+    EXPECT_EQ(again0.Header("Idempotent-Replayed"), "true");
+  }
+  EXPECT_EQ(upstream.requests(), 2);
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(store_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<KeyRecord> kept1 = (*store)->Get({.tenant = "t1", .key = key});
+  ASSERT_TRUE(kept1.ok()) << kept1.status();
+  EXPECT_EQ(kept1->state, KeyState::kFailedFinal);
+  EXPECT_EQ(kept1->response.status, 502);
+  absl::StatusOr<KeyRecord> kept0 = (*store)->Get({.tenant = "t0", .key = key});
+  ASSERT_TRUE(kept0.ok()) << kept0.status();
+  EXPECT_EQ(kept0->state, KeyState::kCompleted);
+  EXPECT_EQ(kept0->response.status, 201);
+}
+
 // On a route with `recover` each claim stores the request as its note: a request larger than a
 // key record can carry is refused at once with 413 request-too-large-to-recover naming the limit,
 // nothing stored and nothing forwarded, and its retry gets the same (issue 37, item 4). Before,

@@ -3,6 +3,7 @@
 the faults the nemesis may put on it."""
 
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -277,6 +278,17 @@ class NatsStore:
         run([self.script, "heal", self.state])
 
     def stop(self):
+        # The servers' own logs, kept with the history of a failing run (the fixture removes
+        # its folder): what JetStream did with a write the checker misses.
+        try:
+            with open(os.path.join(self.state, "env")) as f:
+                root = dict(line.strip().split("=", 1) for line in f if "=" in line)
+            for node in range(1, int(root["IDEM_NATS_NODES"]) + 1):
+                log = os.path.join(root["IDEM_NATS_ROOT"], "n%d" % node, "server.log")
+                if os.path.exists(log):
+                    shutil.copy(log, os.path.join(self.state, "n%d-server.log" % node))
+        except (OSError, KeyError, ValueError):
+            pass
         subprocess.run([self.script, "stop", self.state], stdout=subprocess.DEVNULL)
 
 
