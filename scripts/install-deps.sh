@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libnats-dev nats-server
   libfaketime help2man curl python3
+  iproute2
   python3-psycopg
   libsystemd-dev systemd dpkg-dev lintian
   libgoogle-perftools-dev
