@@ -18,10 +18,13 @@ if(IDEM_BUILD_CLI)
     DESTINATION ${CMAKE_INSTALL_DATADIR}/idem/examples COMPONENT idem)
   install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR}
     RENAME copyright COMPONENT idem)
-  # The SQL functions of schema idem (docs/sql.md), for teams that install them with psql: the
-  # text of the PostgreSQL store's migration 8, which any idem program opening the store applies.
-  install(FILES ${PROJECT_SOURCE_DIR}/src/store/postgres/schema/0008_sql_functions.sql
-    DESTINATION ${CMAKE_INSTALL_DATADIR}/idem RENAME sql-functions.sql COMPONENT idem)
+  # The PostgreSQL store's tables and the SQL functions of schema idem (docs/sql.md), for teams
+  # that install with psql: what an idem program opening the store applies, written at build
+  # time from the same migrations (share/idem).
+  if(IDEM_SQL_INSTALL_FILE)
+    install(FILES ${IDEM_SQL_INSTALL_FILE} DESTINATION ${CMAKE_INSTALL_DATADIR}/idem
+      COMPONENT idem)
+  endif()
   set(CPACK_COMPONENTS_ALL idem dev)
 else()
   set(CPACK_COMPONENTS_ALL dev)
