@@ -5,10 +5,11 @@
 
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <utility>
 
 #include "cli/cli_output.h"
 #include "cli/commands.h"
@@ -61,7 +62,11 @@ int Run(const FingerprintFlags& f) {
   if (f.body_file) {
     std::ifstream in(*f.body_file, std::ios::binary);
     if (!in) return Fail(kExitIo, fmt::format("cannot read --body-file '{}'", *f.body_file));
-    body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    // Read through rdbuf, not istreambuf_iterator: GCC 12 at -O2 warns (-Wnull-dereference) on
+    // the iterator's inlined buffer pointers, which breaks the release build under -Werror.
+    std::ostringstream text;
+    text << in.rdbuf();
+    body = std::move(text).str();
     if (in.bad()) return Fail(kExitIo, fmt::format("cannot read --body-file '{}'", *f.body_file));
   }
   const size_t query = f.target.find('?');
