@@ -20,6 +20,11 @@
 // while the record is in_progress with exactly the caller's fence. A store upgraded to this rule
 // starts its counter above the highest fence it holds; processes of an older idem (which start
 // every claim at fence 1) must be stopped first.
+// On SQLite, a claim of a key without a record in a transaction the store began (Begin(), not a
+// borrowed one) takes the counter's next value without advancing it unless the transaction
+// commits it still in_progress: nobody sees such a claim in_progress before its commit, so no
+// other holder can ever compare against its fence. Two keys' records finished that way may carry
+// the same number; a key's own fences still strictly grow, also across expiry, sweeps and purges.
 //
 // Thread-safety: a Store is safe to use from many threads at once; a StoreTransaction belongs to
 // one thread. Many processes may open the same store.

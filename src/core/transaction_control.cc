@@ -111,6 +111,30 @@ bool IsRollbackToSavepoint(std::string_view sql) {
   return !next.empty();
 }
 
+SavepointStatement ParseSavepointStatement(std::string_view sql) {
+  using Verb = SavepointStatement::Verb;
+  WordReader words(sql);
+  const std::string first = words.Next();
+  SavepointStatement statement;
+  if (first == "SAVEPOINT") {
+    statement.verb = Verb::kSavepoint;
+    statement.name = words.Next();
+  } else if (first == "RELEASE") {
+    statement.verb = Verb::kRelease;
+    statement.name = words.Next();
+    if (statement.name == "SAVEPOINT") statement.name = words.Next();
+  } else if (first == "ROLLBACK") {
+    std::string next = words.Next();
+    if (next == "TRANSACTION" || next == "WORK") next = words.Next();
+    if (next != "TO") return {};
+    statement.verb = Verb::kRollbackTo;
+    statement.name = words.Next();
+    if (statement.name == "SAVEPOINT") statement.name = words.Next();
+  }
+  if (statement.name.empty()) return {};
+  return statement;
+}
+
 absl::Status BorrowedTransactionEndRefused(std::string_view operation,
                                            std::string_view connection) {
   return absl::FailedPreconditionError(

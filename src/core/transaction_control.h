@@ -5,6 +5,7 @@
 #ifndef IDEM_CORE_TRANSACTION_CONTROL_H_
 #define IDEM_CORE_TRANSACTION_CONTROL_H_
 
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -21,6 +22,16 @@ bool IsTransactionControl(std::string_view sql);
 // savepoint, skipping comments and whitespace as IsTransactionControl does: the one statement
 // besides a whole rollback that a transaction whose statement failed is good for.
 bool IsRollbackToSavepoint(std::string_view sql);
+
+// A savepoint statement, read as IsTransactionControl reads SQL (comments and whitespace
+// skipped): SAVEPOINT name, RELEASE [SAVEPOINT] name, ROLLBACK [TRANSACTION | WORK] TO
+// [SAVEPOINT] name. A store follows its transaction's savepoints by them.
+struct SavepointStatement {
+  enum class Verb { kNone, kSavepoint, kRelease, kRollbackTo };
+  Verb verb = Verb::kNone;  // kNone: not a savepoint statement (name empty)
+  std::string name;         // upper-cased, unquoted
+};
+SavepointStatement ParseSavepointStatement(std::string_view sql);
 
 // The answers both stores give on a borrowed transaction (idem/borrowed_transaction.h), whose
 // owner begins and ends it on its own `connection` (named for the owner: "sqlite3",

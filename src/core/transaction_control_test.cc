@@ -53,5 +53,30 @@ TEST(IsRollbackToSavepoint, RecognisesARollbackToAnySavepointOnly) {
   }
 }
 
+TEST(ParseSavepointStatement, ReadsTheVerbAndTheNameOfEveryForm) {
+  using Verb = SavepointStatement::Verb;
+  const struct {
+    std::string_view sql;
+    Verb verb;
+    std::string_view name;
+  } cases[] = {
+      {"SAVEPOINT a", Verb::kSavepoint, "A"},
+      {" /* x */ release savepoint Mine", Verb::kRelease, "MINE"},
+      {"RELEASE b", Verb::kRelease, "B"},
+      {"rollback to a", Verb::kRollbackTo, "A"},
+      {"ROLLBACK WORK TO SAVEPOINT \"q\"", Verb::kRollbackTo, "Q"},
+      {"-- c\nSavepoint idem_call", Verb::kSavepoint, "IDEM_CALL"},
+  };
+  for (const auto& c : cases) {
+    const SavepointStatement got = ParseSavepointStatement(c.sql);
+    EXPECT_EQ(got.verb, c.verb) << c.sql;
+    EXPECT_EQ(got.name, c.name) << c.sql;
+  }
+  for (std::string_view sql :
+       {"SELECT 1", "INSERT INTO savepoints VALUES (1)", "", "COMMIT", "ROLLBACK", "SAVEPOINT"}) {
+    EXPECT_EQ(ParseSavepointStatement(sql).verb, Verb::kNone) << sql;
+  }
+}
+
 }  // namespace
 }  // namespace idem

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 #include "common/status_macros.h"
@@ -162,7 +163,7 @@ absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const 
   IDEM_ASSIGN_OR_RETURN(
       Statement stmt,
       conn.Prepare("UPDATE idem_keys SET fingerprint = ?3, state = 'in_progress', "
-                   "fence = ?8, owner = ?4, lease_until = ?6, status = 0, headers = x'', "
+                   "fence = max(?8, fence + 1), owner = ?4, lease_until = ?6, status = 0, headers = x'', "
                    "body = x'', created = ?5, updated = ?5, expires = ?7, lease_boot = ?10, "
                    "lease_host = ?11 + ?6 - ?5, claim_nonce = ?15 "
                    "WHERE tenant = ?1 AND key = ?2 AND expires <= ?5 RETURNING" IDEM_KEY_COLUMNS));
@@ -216,7 +217,8 @@ absl::StatusOr<std::optional<UpsertedClaim>> ReclaimExisting(Connection& conn,
                    "headers, body, claim_nonce) VALUES (?1, ?2, ?3, 'in_progress', ?8, ?4, ?6, "
                    "?5, ?5, ?7, ?10, ?11 + ?6 - ?5, ?12, ?13, ?14, ?15) "
                    "ON CONFLICT (tenant, key) DO UPDATE SET fingerprint = ?3, "
-                   "state = 'in_progress', fence = ?8, owner = ?4, lease_until = ?6, "
+                   "state = 'in_progress', fence = max(?8, fence + 1), owner = ?4, "
+                   "lease_until = ?6, "
                    "lease_boot = ?10, lease_host = ?11 + ?6 - ?5, "
                    "status = ?12, headers = ?13, body = ?14, claim_nonce = ?15, "
                    "created = CASE WHEN expires <= ?5 THEN ?5 ELSE created END, updated = ?5, "
@@ -224,7 +226,7 @@ absl::StatusOr<std::optional<UpsertedClaim>> ReclaimExisting(Connection& conn,
                    "WHERE expires <= ?5 OR (state = 'in_progress' AND fingerprint = ?3 AND "
                    "(CASE WHEN lease_boot = ?10 THEN lease_host <= ?11 ELSE lease_until <= ?5 "
                    "END)) "
-                   "RETURNING created, expires"));
+                   "RETURNING created, expires, fence"));
   IDEM_RETURN_IF_ERROR(BindClaim(stmt, p));
   IDEM_RETURN_IF_ERROR(BindNote(stmt, p, note_headers));
   IDEM_RETURN_IF_ERROR(stmt.BindInt(8, fence));
@@ -234,6 +236,7 @@ absl::StatusOr<std::optional<UpsertedClaim>> ReclaimExisting(Connection& conn,
   KeyRecord& record = won->record;
   record.created_ms = stmt.ColumnInt(0);
   record.expires_ms = stmt.ColumnInt(1);
+  record.fence = stmt.ColumnInt(2);
   IDEM_RETURN_IF_ERROR(stmt.Step().status());
   // A lease is positive, so a lapsed lease was claimed before now: only a takeover keeps an
   // older created time.
@@ -241,7 +244,6 @@ absl::StatusOr<std::optional<UpsertedClaim>> ReclaimExisting(Connection& conn,
   record.scope = p.scope;
   record.fingerprint = p.fingerprint;
   record.state = KeyState::kInProgress;
-  record.fence = fence;
   record.owner = p.owner;
   record.claim_nonce = p.claim_nonce;
   record.lease_until_ms = p.lease_until_ms;
@@ -322,32 +324,10 @@ absl::StatusOr<int64_t> DeleteClaim(Connection& conn, const Scope& scope, int64_
   return StepChanges(conn, stmt);
 }
 
-absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, HostTime host,
-                                      int64_t max_rows) {
-  IDEM_ASSIGN_OR_RETURN(
-      Statement stmt,
-      conn.Prepare(
-          "DELETE FROM idem_keys WHERE rowid IN (SELECT rowid FROM idem_keys "
-          "WHERE expires <= ?1 AND (state <> 'in_progress' OR (CASE WHEN lease_boot = ?3 "
-          "THEN lease_host <= ?4 ELSE lease_until <= ?1 END)) LIMIT ?2) AND expires <= ?1 AND "
-          "(state <> 'in_progress' OR (CASE WHEN lease_boot = ?3 THEN lease_host <= ?4 "
-          "ELSE lease_until <= ?1 END))"));
-  IDEM_RETURN_IF_ERROR(stmt.BindInt(1, now_ms));
-  IDEM_RETURN_IF_ERROR(stmt.BindInt(2, max_rows));
-  IDEM_RETURN_IF_ERROR(BindHost(stmt, 3, host));
-  return StepChanges(conn, stmt);
-}
-
-absl::StatusOr<int64_t> DeleteAny(Connection& conn, const Scope& scope) {
-  IDEM_ASSIGN_OR_RETURN(Statement stmt,
-                        conn.Prepare("DELETE FROM idem_keys WHERE tenant = ?1 AND key = ?2"));
-  IDEM_RETURN_IF_ERROR(BindScope(stmt, scope));
-  return StepChanges(conn, stmt);
-}
-
-absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p,
-                                     bool take_over_lapsed) {
-  IDEM_ASSIGN_OR_RETURN(const int64_t fence, NextFence(conn));
+absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p, bool take_over_lapsed,
+                                     int64_t min_fence) {
+  IDEM_ASSIGN_OR_RETURN(int64_t fence, NextFence(conn));
+  fence = std::max(fence, min_fence);
   IDEM_ASSIGN_OR_RETURN(std::optional<KeyRecord> won, InsertClaim(conn, p, fence));
   if (!won.has_value()) {
     IDEM_ASSIGN_OR_RETURN(won, ReplaceExpired(conn, p, fence));
@@ -368,7 +348,7 @@ absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p,
     IDEM_ASSIGN_OR_RETURN(won, TakeOverLapsed(conn, p, live->fence, fence));
     if (!won.has_value()) return ClaimResult{false, *std::move(live)};
   }
-  IDEM_RETURN_IF_ERROR(UseFence(conn, fence));
+  IDEM_RETURN_IF_ERROR(UseFence(conn, won->fence));  // a replacement's may be above `fence`
   return ClaimResult{true, *std::move(won)};
 }
 

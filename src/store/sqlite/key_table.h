@@ -58,8 +58,10 @@ absl::Status UseFence(Connection& conn, int64_t fence);
 absl::StatusOr<std::optional<KeyRecord>> InsertClaim(Connection& conn, const ClaimParams& p,
                                                      int64_t fence);
 
-// Replaces a record that has expired with a new in_progress one with `fence`. Returns nullopt
-// when the record is live (or gone).
+// Replaces a record that has expired with a new in_progress one with `fence`, or the old
+// record's fence + 1 when that is greater (a record finished in a transaction may hold a fence
+// the counter has not reached: transaction_claims.h). Returns nullopt when the record is live
+// (or gone).
 absl::StatusOr<std::optional<KeyRecord>> ReplaceExpired(Connection& conn, const ClaimParams& p,
                                                         int64_t fence);
 
@@ -75,7 +77,8 @@ absl::StatusOr<std::optional<KeyRecord>> TakeOverKey(Connection& conn, const Cla
 
 // Claims `p.scope` with `fence`: inserts a new record, or else (one upsert) replaces an expired
 // one or takes over a live in_progress record of the same fingerprint whose lease has passed
-// (keeping its created time). Returns nullopt, changing nothing, when a live record blocks the
+// (keeping its created time), with the old record's fence + 1 when that is greater than `fence`
+// (as ReplaceExpired). Returns nullopt, changing nothing, when a live record blocks the
 // claim. `taken_over` says whether it was a takeover. The caller records the fence as used
 // (UseFence) when the claim wins.
 struct UpsertedClaim {
@@ -100,7 +103,9 @@ absl::StatusOr<int64_t> DeleteClaim(Connection& conn, const Scope& scope, int64_
                                     int64_t now_ms);
 
 // Deletes at most `max_rows` expired records (in_progress ones only once their lease passed too)
-// and returns how many. The predicate is checked again on each row it deletes.
+// and returns how many. The predicate is checked again on each row it deletes. It and DeleteAny
+// advance the fence counter past the fences they delete, so that a key claimed again always
+// gets a greater fence.
 absl::StatusOr<int64_t> DeleteExpired(Connection& conn, int64_t now_ms, HostTime host,
                                       int64_t max_rows);
 
@@ -123,11 +128,12 @@ absl::Status BindHost(Statement& stmt, int index, HostTime host);
 // Deletes the record of `scope` in any state; returns how many rows it deleted (0 or 1).
 absl::StatusOr<int64_t> DeleteAny(Connection& conn, const Scope& scope);
 
-// Claims `p.scope` under the caller's write transaction, with a fence drawn from the counter:
-// INSERT, else replace an expired record, else — only when `take_over_lapsed` — take over an
-// in_progress record of the same fingerprint whose lease has passed. Otherwise returns
-// claimed = false with the live record.
-absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p, bool take_over_lapsed);
+// Claims `p.scope` under the caller's write transaction, with a fence drawn from the counter (at
+// least `min_fence`) and counted: INSERT, else replace an expired record, else — only when
+// `take_over_lapsed` — take over an in_progress record of the same fingerprint whose lease has
+// passed. Otherwise returns claimed = false with the live record.
+absl::StatusOr<ClaimResult> ClaimKey(Connection& conn, const ClaimParams& p, bool take_over_lapsed,
+                                     int64_t min_fence = 0);
 
 // Why a fenced write changed nothing, as an Aborted status naming the record's current state
 // (or its absence).

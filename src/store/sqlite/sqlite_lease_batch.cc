@@ -92,7 +92,8 @@ absl::StatusOr<LeaseWriteResult> Batch::Claim(const LeaseWrite& write) {
   IDEM_ASSIGN_OR_RETURN(std::optional<UpsertedClaim> won, UpsertClaim(conn_, params, *next_fence_));
   LeaseWriteResult result = Result(absl::OkStatus());
   if (won.has_value()) {
-    ++*next_fence_;
+    // A replaced record's fence may have been above the one offered (key_table.h).
+    next_fence_ = std::max(*next_fence_, won->record.fence) + 1;
     result.claimed = true;
     result.taken_over = won->taken_over;
     result.record = std::move(won->record);

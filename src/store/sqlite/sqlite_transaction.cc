@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "core/transaction_control.h"
 #include "idem/key.h"
+#include "store/sqlite/caller_sql.h"
 #include "store/sqlite/key_table.h"
 
 namespace idem::sqlite {
@@ -28,65 +29,6 @@ bool IsSqlIdentifier(std::string_view name) {
     if (!letter && !(digit && i > 0)) return false;
   }
   return true;
-}
-
-// Returns N for a parameter named "$N" (N >= 1), else 0.
-size_t DollarIndex(const char* name) {
-  if (name == nullptr || name[0] != '$') return 0;
-  const std::string_view digits(name + 1);
-  size_t n = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-  if (ec != std::errc() || end != digits.data() + digits.size()) return 0;
-  return n;
-}
-
-// Works out once what PrepareBound needs of a statement:
-// which $N each of its parameters is.
-void Analyse(sqlite3_stmt* stmt, StatementNotes& notes) {
-  const int count = sqlite3_bind_parameter_count(stmt);
-  notes.dollar_of_param.assign(static_cast<size_t>(count), 0);
-  std::vector<bool> used(static_cast<size_t>(count) + 1, false);
-  bool all_dollar = true;
-  notes.bound_dollar.assign(static_cast<size_t>(count), 0);
-  for (int i = 1; i <= count; ++i) {
-    const char* name = sqlite3_bind_parameter_name(stmt, i);
-    const size_t n = DollarIndex(name);
-    notes.dollar_of_param[static_cast<size_t>(i - 1)] = n;
-    all_dollar = all_dollar && n != 0;
-    notes.max_dollar = std::max(notes.max_dollar, n);
-    // Values go to parameters named exactly $N: one written $01 is accepted but left NULL.
-    if (n == 0 || name[1] == '0') continue;
-    notes.bound_dollar[static_cast<size_t>(i - 1)] = n;
-    if (n <= static_cast<size_t>(count)) used[n] = true;
-  }
-  if (!all_dollar) notes.max_dollar = 0;
-  while (notes.dollar_prefix < static_cast<size_t>(count) && used[notes.dollar_prefix + 1]) {
-    ++notes.dollar_prefix;
-  }
-  notes.analysed = true;
-}
-
-absl::Status BindValue(Statement& stmt, int index, const SqlValue& value) {
-  if (const auto* i = std::get_if<int64_t>(&value)) return stmt.BindInt(index, *i);
-  if (const auto* d = std::get_if<double>(&value)) return stmt.BindDouble(index, *d);
-  if (const auto* s = std::get_if<std::string>(&value)) return stmt.BindText(index, *s);
-  if (const auto* b = std::get_if<Blob>(&value)) return stmt.BindBlob(index, b->bytes);
-  return stmt.BindNull(index);
-}
-
-SqlValue ColumnValue(const Statement& stmt, int col) {
-  switch (stmt.ColumnType(col)) {
-    case SQLITE_INTEGER:
-      return stmt.ColumnInt(col);
-    case SQLITE_FLOAT:
-      return stmt.ColumnDouble(col);
-    case SQLITE_TEXT:
-      return stmt.ColumnBytes(col);
-    case SQLITE_BLOB:
-      return Blob{stmt.ColumnBytes(col)};
-    default:
-      return std::monostate();
-  }
 }
 
 }  // namespace
@@ -196,13 +138,17 @@ absl::StatusOr<Statement> SqliteTransaction::PrepareBound(std::string_view sql,
         "not run (in: {})",
         sql));
   }
+  // SQL naming the key tables must find this transaction's claims there.
+  if (claims_.deferring() && TransactionClaims::NamesKeyTables(sql)) {
+    IDEM_RETURN_IF_ERROR(StopDeferring());
+  }
   absl::StatusOr<Statement> prepared = lease_->Prepare(sql);
   if (!prepared.ok()) return Track(prepared.status());
   Statement stmt = *std::move(prepared);
   // A statement outside the connection's cache is analysed afresh every time.
   StatementNotes uncached;
   StatementNotes& notes = stmt.notes() != nullptr ? *stmt.notes() : uncached;
-  if (!notes.analysed) Analyse(stmt.get(), notes);
+  if (!notes.analysed) AnalyseParameters(stmt.get(), notes);
   // Every parameter is some $N with N <= params.size(), and every $1..$params.size() is used.
   const size_t count = notes.dollar_of_param.size();
   if (count > 0 && (notes.max_dollar == 0 || notes.max_dollar > params.size())) {
@@ -240,6 +186,7 @@ absl::StatusOr<std::vector<SqlRow>> SqliteTransaction::Query(std::string_view sq
   }
   IDEM_RETURN_IF_ERROR(Track(absl::OkStatus()));
   ClearFailureIfRolledBack(sql);
+  IDEM_RETURN_IF_ERROR(FollowSavepoint(sql));
   return rows;
 }
 
@@ -254,6 +201,7 @@ absl::StatusOr<int64_t> SqliteTransaction::Execute(std::string_view sql,
   }
   IDEM_RETURN_IF_ERROR(Track(absl::OkStatus()));
   ClearFailureIfRolledBack(sql);
+  IDEM_RETURN_IF_ERROR(FollowSavepoint(sql));
   // sqlite3_changes64 reports the last INSERT/UPDATE/DELETE, which is this statement only when
   // it changed something; DDL and SELECT change nothing.
   if (sqlite3_total_changes64(lease_->db()) == before) return 0;
@@ -266,7 +214,37 @@ void SqliteTransaction::ClearFailureIfRolledBack(std::string_view sql) {
   if (failed_ && IsRollbackToSavepoint(sql)) failed_ = false;
 }
 
-void* SqliteTransaction::native_handle() { return lease_->db(); }
+absl::Status SqliteTransaction::StopDeferring() {
+  IDEM_RETURN_IF_ERROR(Gate("running SQL", /*after_failure_ok=*/true));
+  return Track(claims_.Flush(*lease_), /*dooming=*/true);
+}
+
+absl::Status SqliteTransaction::FollowSavepoint(std::string_view sql) {
+  const SavepointStatement statement = ParseSavepointStatement(sql);
+  switch (statement.verb) {
+    case SavepointStatement::Verb::kNone:
+      return absl::OkStatus();
+    case SavepointStatement::Verb::kSavepoint:
+      claims_.OnSavepoint(statement.name);
+      return absl::OkStatus();
+    case SavepointStatement::Verb::kRelease:
+      claims_.OnRelease(statement.name);
+      return absl::OkStatus();
+    case SavepointStatement::Verb::kRollbackTo:
+      return Track(claims_.OnRollbackTo(*lease_, statement.name), /*dooming=*/true);
+  }
+  return absl::OkStatus();
+}
+
+// SQL run through the handle is out of the store's sight: the claims are written first, and
+// whatever it rolls back is assumed to include their outcomes.
+void* SqliteTransaction::native_handle() {
+  if (open_ && !borrowed_) {
+    if (claims_.deferring()) StopDeferring().IgnoreError();
+    claims_.OnUnfollowedRollback();
+  }
+  return lease_->db();
+}
 
 absl::StatusOr<ClaimResult> SqliteTransaction::Claim(const Scope& scope,
                                                      std::string_view fingerprint,
@@ -284,8 +262,16 @@ absl::StatusOr<ClaimResult> SqliteTransaction::Claim(const Scope& scope,
                            now,
                            now + kTransactionLease.count(),
                            now + std::max(retention_, kTransactionLease).count()};
-  absl::StatusOr<ClaimResult> claim = ClaimKey(*lease_, params, /*take_over_lapsed=*/true);
+  if (!borrowed_) {
+    absl::StatusOr<std::optional<ClaimResult>> fresh = claims_.ClaimNewKey(*lease_, params);
+    IDEM_RETURN_IF_ERROR(Track(fresh.status()));
+    if (fresh->has_value()) return **std::move(fresh);
+  }
+  // A key with a record (or any key, borrowed): a fence drawn from the counter and counted.
+  absl::StatusOr<ClaimResult> claim =
+      ClaimKey(*lease_, params, /*take_over_lapsed=*/true, claims_.MinFence());
   IDEM_RETURN_IF_ERROR(Track(claim.status()));
+  if (claim->claimed) claims_.NoteFence(claim->record.fence);
   return claim;
 }
 
@@ -298,8 +284,14 @@ absl::Status SqliteTransaction::Finish(const Scope& scope, int64_t fence, KeySta
         "Finish records kCompleted or kFailedFinal; to give the key up, roll back instead");
   }
   const int64_t now = clock_.NowMillis();
+  const int64_t expires = now + retention_.count();
+  absl::StatusOr<std::optional<int64_t>> own =
+      claims_.Finish(*lease_, scope, fence, state, response, now, expires);
+  // An unwritten claim of another fence: nothing was run, so no statement failed.
+  if (!own.ok() && absl::IsAborted(own.status())) return own.status();
+  IDEM_RETURN_IF_ERROR(Track(own.status()));
   absl::StatusOr<int64_t> changed =
-      RecordOutcome(*lease_, scope, fence, state, response, now, now + retention_.count());
+      own->has_value() ? **own : RecordOutcome(*lease_, scope, fence, state, response, now, expires);
   IDEM_RETURN_IF_ERROR(Track(changed.status()));
   if (*changed == 1) return absl::OkStatus();
   return StaleFenceError(*lease_, scope, fence, now, "recording the outcome");
@@ -325,7 +317,14 @@ absl::Status SqliteTransaction::RunSavepointCommand(std::string_view verb, std::
   IDEM_RETURN_IF_ERROR(
       Track(lease_->Run(std::string_view(sql.data(), static_cast<size_t>(end - sql.data()))),
             /*dooming=*/true));
-  if (verb.starts_with("ROLLBACK")) failed_ = false;
+  if (verb.starts_with("SAVEPOINT")) {
+    claims_.OnSavepoint(name);
+  } else if (verb.starts_with("RELEASE")) {
+    claims_.OnRelease(name);
+  } else {
+    failed_ = false;
+    IDEM_RETURN_IF_ERROR(Track(claims_.OnRollbackTo(*lease_, name), /*dooming=*/true));
+  }
   return absl::OkStatus();
 }
 
@@ -346,6 +345,11 @@ absl::Status SqliteTransaction::Commit() {
   if (absl::Status gate = Gate("committing"); !gate.ok()) {
     Rollback().IgnoreError();
     return gate;
+  }
+  // Unfinished claims become in_progress records, their fences counted.
+  if (absl::Status ready = Track(claims_.BeforeCommit(*lease_), /*dooming=*/true); !ready.ok()) {
+    Rollback().IgnoreError();
+    return ready;
   }
   ending_ = true;
   absl::Status status = lease_->Run("COMMIT");

@@ -20,6 +20,7 @@
 #include "idem/clock.h"
 #include "idem/store.h"
 #include "store/sqlite/connection_pool.h"
+#include "store/sqlite/transaction_claims.h"
 
 namespace idem::sqlite {
 
@@ -57,7 +58,11 @@ class SqliteTransaction final : public StoreTransaction {
  private:
   SqliteTransaction(ConnectionPool::Lease lease, const Clock& clock, Millis retention,
                     bool borrowed)
-      : lease_(std::move(lease)), clock_(clock), retention_(retention), borrowed_(borrowed) {}
+      : lease_(std::move(lease)),
+        clock_(clock),
+        retention_(retention),
+        borrowed_(borrowed),
+        claims_(/*defer=*/!borrowed) {}
 
   // Refuses a call on a transaction that ended, is doomed, or (unless `after_failure_ok`) had a
   // statement fail; notices a transaction ended outside the store (and dooms it).
@@ -78,6 +83,10 @@ class SqliteTransaction final : public StoreTransaction {
   absl::Status RunSavepointCommand(std::string_view verb, std::string_view name);
   // After `sql` ran: a ROLLBACK TO a savepoint makes a failed transaction usable again.
   void ClearFailureIfRolledBack(std::string_view sql);
+  // Writes the deferred claims (TransactionClaims::Flush) before SQL that could see them.
+  absl::Status StopDeferring();
+  // After the caller's `sql` succeeded: follows it when it is a savepoint statement.
+  absl::Status FollowSavepoint(std::string_view sql);
 
   ConnectionPool::Lease lease_;
   const Clock& clock_;
@@ -88,6 +97,9 @@ class SqliteTransaction final : public StoreTransaction {
   bool ending_ = false;         // the store itself is committing or rolling back
   bool ended_outside_ = false;  // SQLite committed or rolled back without the store asking
   absl::Status doomed_;
+  // Claims of keys without a record, their fences and rows (transaction_claims.h); a borrowed
+  // transaction, whose commit the store does not see, claims with counted fences instead.
+  TransactionClaims claims_;
 };
 
 }  // namespace idem::sqlite
