@@ -4,7 +4,7 @@
 # cluster, checked by one checker over the recorded history.
 #
 #   bash scripts/storm.sh [--seed N] [--minutes M] [--stores sqlite,postgres,nats]
-#                         [--profile short|long] [--idem PATH]
+#                         [--profile short|long] [--idem PATH] [--worker PATH]
 #
 # --profile short (the default; CI) runs about a minute per store, --profile long 20 minutes per
 # store (a developer's machine, nightly). --minutes sets the minutes of load and faults per store.
@@ -15,11 +15,14 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 idem=""
+worker=""
 args=()
 while (($#)); do
   case "$1" in
     --idem) idem=$2; shift 2 ;;
     --idem=*) idem=${1#--idem=}; shift ;;
+    --worker) worker=$2; shift 2 ;;
+    --worker=*) worker=${1#--worker=}; shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -33,6 +36,19 @@ fi
 if [[ ! -x "$idem" ]]; then
   echo "storm: no idem program at $idem (build it, or pass --idem PATH)" >&2
   exit 2
+fi
+# The library workers on PostgreSQL (tests/storm/worker): build/dev's, built when missing; the
+# storm says "skipped" without them.
+if [[ -z "$worker" ]]; then
+  worker=$repo/build/dev/tests/storm/worker/idem-storm-worker
+  if [[ ! -x "$worker" && -f "$repo/build/dev/build.ninja" ]]; then
+    echo "storm: building idem-storm-worker (build/dev)"
+    (cd "$repo" && flock /tmp/idem-build.lock cmake --build --preset dev -j2 \
+      --target idem-storm-worker) || true
+  fi
+fi
+if [[ -x "$worker" ]]; then
+  args+=(--worker "$worker")
 fi
 if ! command -v python3 >/dev/null; then
   echo "storm: python3 is needed (scripts/install-deps.sh installs it)" >&2

@@ -16,6 +16,10 @@ For every key:
         out for half the lease or more, before the later run (the lease lapsed and a retry took
         the key over and re-sent it).
     On a `status` route a lapsed key is settled by asking the status URL, never by re-sending.
+    The library workers on PostgreSQL (workers.py) are judged as gateways are: a LeaseGuard key
+    (`lease`) as a route without status recovery, its worker killed (wk_kill) or paused (wk_stop)
+    as a gateway would be; an in-transaction key (`tx`) has no exception at all: its executions
+    are the rows of storm_tx_effects read after the run, one at most, the one its answer names.
   - two forwards of one key never carry the same fence, and a key's fences grow in the order its
     forwards arrive, but for a holder paused or gone down before its forward, or a forward its
     gateway had given up on (fence_header routes);
@@ -40,8 +44,10 @@ FINAL_502 = {"upstream-answer-not-kept", "recovery-attempts-exhausted"}
 # a violation.
 STORE_REFUSALS = {"store-unavailable", "outcome-not-recorded"}
 STORE_WORDS = re.compile(r"[\w.-]+@[\w.-]+|\b\d{1,3}(?:\.\d{1,3}){3}:\d+|\blocalhost:\d+")
-STORE_FAULT_PREFIXES = ("sqlite_lock", "pg_", "nats_")
-DEATHS = ("gw_kill", "gw_term", "gw_clock")
+STORE_FAULT_PREFIXES = ("sqlite_lock", "sqlite_full", "pg_", "nats_")
+# A library worker (workers.py) killed or paused counts as a gateway killed or paused would.
+DEATHS = ("gw_kill", "gw_term", "gw_clock", "wk_kill")
+PAUSES = ("gw_stop", "wk_stop")
 STORED_ANSWER_LIMIT = 16 * 1024 * 1024
 
 
@@ -76,6 +82,8 @@ def released_reason(prev, cur, meta, releases, upstream_timeout):
 
 def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures):
     """Why `cur` may run the effect again after `prev`, or None."""
+    if meta["recover"] == "tx":
+        return None  # the in-transaction guard: the effect commits with the answer, or not at all
     for f in failures:
         # The gateway that sent `prev` answered its client 502/504 (and released the key)
         # before `cur` arrived: its log line carries the forwarded X-Request-Id. The upstream
@@ -103,7 +111,7 @@ def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures):
     for f in faults:
         if not overlaps(f, *window):
             continue
-        if f["kind"].startswith("gw_stop") and f["gw"] in senders and \
+        if f["kind"].startswith(PAUSES) and f["gw"] in senders and \
                 f["end"] - f["start"] >= lease / 2:
             return "%s was paused %.1fs (lease %.1fs)" % (f["gw"], f["end"] - f["start"], lease)
         # Cut off the network, a holder is as good as paused: its lease lapses, and the request
@@ -182,7 +190,7 @@ def stalled(forward, faults, failures, lease, upstream_timeout):
     is what lets the upstream refuse it), and a request a gateway gave up on or died with may
     reach the upstream late."""
     since = forward["t"] - lease - upstream_timeout - 10
-    if any(f["gw"] == forward["gw"] and (f["kind"].startswith(("gw_stop", "net_isolate")) or
+    if any(f["gw"] == forward["gw"] and (f["kind"].startswith(PAUSES + ("net_isolate",)) or
                                         f["kind"] in DEATHS) and
            f["start"] <= forward["t"] and f["end"] >= since for f in faults):
         return True

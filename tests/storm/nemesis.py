@@ -20,6 +20,8 @@ class Nemesis:
         self.flipped = [False] * len(gateways)
         self.counts = {}
         self.problems = []  # what went wrong with the processes themselves (violations)
+        # Held while a fault is under way: store_faults.py's faults wait for it (one at a time).
+        self.busy = threading.Lock()
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def start(self):
@@ -38,6 +40,7 @@ class Nemesis:
             if not self.wait_until(fault["at"]):
                 break
             self.check_gateways()
+            self.busy.acquire()
             start = self.history.record("fault_start", kind=fault["kind"],
                                         gw="g%d" % (fault["gw"] + 1))
             try:
@@ -48,6 +51,7 @@ class Nemesis:
                                      (fault["kind"], start, error))
             self.history.record("fault", kind=fault["kind"], gw="g%d" % (fault["gw"] + 1),
                                 start=start, end=self.history.now(), detail=detail)
+            self.busy.release()
             counted = fault["kind"] + (" (skipped)" if str(detail).startswith("skipped") else "")
             self.counts[counted] = self.counts.get(counted, 0) + 1
         self.check_gateways()

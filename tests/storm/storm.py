@@ -22,10 +22,12 @@ import checker
 import history as history_mod
 import netns
 from clients import Load, digest, post, problem_type, request_headers, upstream_fields
-from cluster import Gateway, NatsStore, PostgresStore, SqliteStore
+from cluster import Gateway, NatsStore, PostgresStore
 from nemesis import Nemesis
+from store_faults import DiskSqliteStore, StoreFaults
 from plan import RunPlan
 from upstream import Upstream
+from worker_load import LibraryWorkers
 
 PROFILES = {"short": 0.6, "long": 20.0}  # minutes of clients and faults per store
 STORES = ["sqlite", "postgres", "nats"]
@@ -33,7 +35,7 @@ STORES = ["sqlite", "postgres", "nats"]
 
 def open_store(name, work, seed):
     if name == "sqlite":
-        return SqliteStore(work)
+        return DiskSqliteStore(work)  # on a tmpfs of its own, for the full disk
     if name == "postgres":
         return PostgresStore(work)
     return NatsStore(work, seed)
@@ -125,7 +127,11 @@ def run_store(args, name, out):
           file=out, flush=True)
     upstream = Upstream(work)
     store = open_store(name, work, args.seed)
+    if name == "sqlite" and not store.mounted:
+        print("storm [sqlite]: SQLite disk full: skipped (mounting a tmpfs was refused: %s)" %
+              store.refused, file=out, flush=True)
     gateways = []
+    actors = None  # the library workers (PostgreSQL, --worker)
     problems = []
     spaces = netns.Namespaces() if args.partitions else None
     if spaces is not None:
@@ -137,17 +143,31 @@ def run_store(args, name, out):
                         netns=spaces.make(i + 1) if spaces is not None else None)
             g.start()
             gateways.append(g)
+        if name == "postgres" and args.worker:
+            actors = LibraryWorkers(args.worker, plan, store.uri, upstream.port, work, history)
+            actors.start()
+            print("storm [%s]: library workers: %s" % (name, actors.describe()), file=out,
+                  flush=True)
         stop = threading.Event()
         nemesis = Nemesis(plan, history, gateways, store, stop)
         load = Load(plan, gateways, history)
         history.restart_clock()  # the schedule's clock starts with the load
         history.record("clock", wall0=history.wall0, mono0=history.t0)
         nemesis.start()
+        extra = StoreFaults(plan, history, store, nemesis)  # full disk, leader step-down
+        extra_thread = threading.Thread(target=extra.run, args=(stop,), daemon=True)
+        extra_thread.start()
         load.start()
+        if actors is not None:
+            actors.start_load()
         load.join()
+        if actors is not None:
+            actors.join_load()
+            actors.stop_load_workers()
         stop.set()
         nemesis.join()
-        problems += nemesis.problems
+        extra_thread.join()
+        problems += nemesis.problems + extra.problems
         for g in gateways:
             g.signal(signal.SIGCONT)
             status = g.terminate()
@@ -171,9 +191,17 @@ def run_store(args, name, out):
         final.terminate()
         record_upstream_failures(gateways, history)
         fault_counts = dict(nemesis.counts)
+        fault_counts.update(extra.counts)
+        if actors is not None:
+            actors.replay_and_count(history.now() + 2 * plan.lease + 10)
+            print("storm [%s]: %s" % (name, actors.summary()), file=out, flush=True)
+            fault_counts.update(actors.counts)
+            problems += actors.problems
     finally:
         for g in gateways:
             g.kill()
+        if actors is not None:
+            actors.kill()
         if spaces is not None:
             spaces.remove()
         store.stop()
@@ -195,6 +223,9 @@ def main():
     parser.add_argument("--stores", default=",".join(STORES))
     parser.add_argument("--profile", choices=sorted(PROFILES), default="short")
     parser.add_argument("--idem", required=True)
+    parser.add_argument("--worker", default=None,
+                        help="idem-storm-worker (tests/storm/worker): the library workers on "
+                             "PostgreSQL")
     args = parser.parse_args()
     if args.seed is None:
         args.seed = int.from_bytes(os.urandom(4), "big") % 1000000
@@ -215,8 +246,9 @@ def main():
               "off the network or off its store", flush=True)
     else:
         print("storm: network partitions: skipped (%s)" % why, flush=True)
-    print("storm: SQLite disk full: skipped (needs a tmpfs mount; tests/faults covers it)",
-          flush=True)
+    if "postgres" in stores and not args.worker:
+        print("storm: library workers: skipped (no idem-storm-worker program: build the target "
+              "idem-storm-worker, or pass --worker PATH)", flush=True)
     started = time.monotonic()
     totals = checker.Verdict()
     faults = collections.Counter()
