@@ -43,6 +43,25 @@ if(IDEM_BUILD_CLI)
 endif()
 install(FILES ${PROJECT_BINARY_DIR}/changelog.gz
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/libidem-dev COMPONENT dev)
+
+# The documents an operator reads beside the man pages, in /usr/share/doc/idem, compressed as
+# Debian wants files there (gzip -9n); the man pages and error messages name them there.
+set(idem_operator_docs README.md docs/operations.md docs/gateway.md docs/outbox.md docs/keys.md
+  docs/sql.md docs/sqlite-store.md docs/postgres-store.md docs/distributed-store.md
+  docs/retries.md docs/idem-call.md docs/idem-check.md)
+set(idem_operator_docs_gz "")
+foreach(doc IN LISTS idem_operator_docs)
+  get_filename_component(name ${doc} NAME)
+  add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/doc/${name}.gz
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/doc
+    COMMAND ${IDEM_GZIP} -9nc ${PROJECT_SOURCE_DIR}/${doc} > ${PROJECT_BINARY_DIR}/doc/${name}.gz
+    DEPENDS ${PROJECT_SOURCE_DIR}/${doc} VERBATIM)
+  list(APPEND idem_operator_docs_gz ${PROJECT_BINARY_DIR}/doc/${name}.gz)
+endforeach()
+add_custom_target(idem_deb_docs ALL DEPENDS ${idem_operator_docs_gz})
+if(IDEM_BUILD_CLI)
+  install(FILES ${idem_operator_docs_gz} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT idem)
+endif()
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/libidem-dev
   RENAME copyright COMPONENT dev)
 
@@ -61,6 +80,9 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "make retries safe: idempotency keys, gateway, outbox relay")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES TRUE)
+# The static libraries lose their debug info once staged (cmake/IdemDebStrip.cmake).
+set(CPACK_IDEM_STRIP "${CMAKE_STRIP}")
+set(CPACK_PRE_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/cmake/IdemDebStrip.cmake)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${IDEM_DEB_MAINTAINER}")

@@ -250,7 +250,7 @@ CLI::Option* AddCallFlags(CLI::App* call, CallFlags& flags, uint64_t& seed) {
                    "Retries allowed per request in the retry budget (default 0.1)");
   call->add_option("--budget-floor", flags.budget_floor,
                    "Retries per second always allowed by the budget, counted over its 10s window "
-                   "(default 10: 100 retries per 10s; docs/retries.md)");
+                   "(default 10: 100 retries per 10s; /usr/share/doc/idem/retries.md.gz)");
   call->add_option("--breaker", flags.breaker_failures,
                    "Open a circuit breaker after N failures in a row (default 0: off)");
   CLI::Option* seed_opt =

@@ -217,7 +217,7 @@ int RunMigrate(const KeysFlags& f) {
   return Print(fmt::format("store {} is at this idem's newest schema{}\n", RedactStoreUri(f.store),
                            postgres ? ", with the SQL functions idem.begin, idem.finish, "
                                       "idem.acquire, idem.heartbeat, idem.complete and "
-                                      "idem.release (docs/sql.md)"
+                                      "idem.release (/usr/share/doc/idem/sql.md.gz)"
                                     : ""));
 }
 

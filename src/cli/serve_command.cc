@@ -287,7 +287,7 @@ std::string PasswordFileWarning(const std::string& file, const gateway::GatewayC
   return fmt::format(
       "{} holds the store's password and every user may read it (mode {:04o}): run "
       "`chown root:idem {} && chmod 0640 {}`, or keep the password out of the file "
-      "(passfile=, PGPASSFILE or PGPASSWORD; docs/operations.md)",
+      "(passfile=, PGPASSFILE or PGPASSWORD; see idem-serve.toml(5))",
       file, st.st_mode & 07777, file, file);
 }
 

@@ -170,7 +170,8 @@ absl::Status Reader::Route(const toml::table& table, gateway::Route& route) cons
     else if (key == "fence_header")
       s = String(node, key, route.fence_header);
     else if (key != "key" && key != "key_pointer" && key != "in_flight" && key != "recover")
-      return Error(k.source(), fmt::format("unknown route setting '{}'; see docs/gateway.md", key));
+      return Error(k.source(),
+                   fmt::format("unknown route setting '{}'; see idem-serve.toml(5)", key));
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
@@ -259,7 +260,7 @@ absl::Status Reader::Top(const toml::table& table, GatewayConfig& config) const 
         if (absl::Status rs = Route(*r.as_table(), config.routes.back()); !rs.ok()) return rs;
       }
     } else if (key != "log_format" && key != "log_level") {
-      return Error(k.source(), fmt::format("unknown setting '{}'; see docs/gateway.md", key));
+      return Error(k.source(), fmt::format("unknown setting '{}'; see idem-serve.toml(5)", key));
     }
     if (!s.ok()) return s;
   }

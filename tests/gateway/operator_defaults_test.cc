@@ -88,7 +88,7 @@ TEST_F(OperatorDefaultsE2E, CheckConfigSaysOkOrNamesFileLineAndProblemWithExit2)
   const RunResult bad = CheckConfig(typo);
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_EQ(bad.output,
-            "idem serve: " + typo + ":2:1: unknown setting 'leese'; see docs/gateway.md\n");
+            "idem serve: " + typo + ":2:1: unknown setting 'leese'; see idem-serve.toml(5)\n");
 
   // A problem across settings is named with the file too.
   const std::string slow =

@@ -7,8 +7,10 @@
 # project's version and `idem serve --config` on the shipped example config must start and
 # answer /readyz (ports and store overridden by flags, as the example's would be taken); lintian
 # with no error on either package; the idem package installed, removed and purged by dpkg in a
-# scratch root (what remains checked); last, systemd-analyze verify on the shipped units where
-# systemd is installed.
+# scratch root (what remains checked); libidem-dev's static libraries without debug info and its
+# installed size under a bound; the man pages compressed, rendered by man without a warning, the
+# operators' ones written by hand; an error message naming an installed page; last,
+# systemd-analyze verify on the shipped units where systemd is installed.
 #
 # usage: run-deb.sh CPACK BUILD_DIR SOURCE_DIR WORK_DIR VERSION LIBDIR CONFIG MALLOC
 #   LIBDIR: the build's CMAKE_INSTALL_LIBDIR; CONFIG: its build type in lower case ("noconfig"
@@ -16,6 +18,13 @@
 #   linked the program with (tcmalloc or system; IDEM_MALLOC, system in a sanitizer build).
 set -euo pipefail
 cpack=$1 build=$2 source=$3 work=$4 version=$5 libdir=$6 config=$7 malloc=$8
+# libidem-dev's bound, installed (KiB). An optimised build's static libraries without debug info
+# are 2.7 MiB (86 MiB with it; RelWithDebInfo, as scripts/package.sh builds them); the Debug
+# sanitizer build's -O0 instrumented code is 70 MiB even without it.
+case $config in
+  debug) dev_max_kib=98304 ;;
+  *) dev_max_kib=8192 ;;
+esac
 
 rm -rf "$work"
 mkdir -p "$work"
@@ -70,6 +79,20 @@ for script in postinst prerm postrm; do
   cmp -s "$work/control/$script" "$source/packaging/debian/$script" || fail "$script differs"
 done
 
+# libidem-dev's static libraries carry no debug info (cmake/IdemDebStrip.cmake strips it once
+# staged: a RelWithDebInfo build's made the package 90 MiB installed), so the package stays small.
+dev_root=$work/dev-root
+dpkg-deb -x "$dev_deb" "$dev_root"
+while IFS= read -r -d '' library; do
+  if objdump -h "$library" | grep -q '\.debug_'; then
+    fail "libidem-dev: ${library#"$dev_root"} still has debug sections"
+  fi
+done < <(find "$dev_root" -name '*.a' -print0)
+dev_kib=$(dpkg-deb -f "$dev_deb" Installed-Size)
+((dev_kib <= dev_max_kib)) ||
+  fail "libidem-dev is $dev_kib KiB installed, over the bound of $dev_max_kib KiB ($config build)"
+echo "package test (deb): libidem-dev is $dev_kib KiB installed"
+
 # lintian (Debian package lintian, from scripts/install-deps.sh): no error on either package.
 command -v lintian >/dev/null || fail "lintian is not installed (scripts/install-deps.sh)"
 for deb in "$idem_deb" "$dev_deb"; do
@@ -110,6 +133,37 @@ root=$work/root
 dpkg-deb -x "$idem_deb" "$root"
 got=$("$root/usr/bin/idem" --version)
 [[ $got == "idem $version" ]] || fail "extracted idem --version printed '$got'"
+
+# The man pages: each compressed (gzip -9n, as Debian wants them) and rendered by man without a
+# warning; the ones written by hand for operators (packaging/man) are not help2man's.
+command -v man >/dev/null || fail "man is not installed (Debian package man-db)"
+pages=$(find "$root/usr/share/man" -type f | sort)
+[[ -n $pages ]] || fail "no man pages in the idem package"
+for page in $pages; do
+  [[ $page == *.gz ]] || fail "${page#"$root"} is not compressed"
+  gzip -t "$page" || fail "${page#"$root"} is not a valid gzip file"
+  warnings=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
+  [[ -z $warnings ]] || fail "man -l ${page#"$root"} warns: $warnings"
+done
+for page in man1/idem-serve.1 man1/idem-relay.1 man1/idem-keys.1 man1/idem-outbox.1 \
+    man5/idem-serve.toml.5; do
+  [[ -f $root/usr/share/man/$page.gz ]] || fail "no /usr/share/man/$page.gz"
+  if zgrep -qi help2man "$root/usr/share/man/$page.gz"; then
+    fail "/usr/share/man/$page.gz is help2man's, not the page written by hand"
+  fi
+done
+[[ $(zcat "$root/usr/share/man/man1/idem-serve.1.gz" | head -n 5) == *"idem $version"* ]] ||
+  fail "idem-serve(1) does not name version $version"
+
+# An error message names an installed page, not a file of the source tree.
+printf 'listen = "127.0.0.1:0"\nleese = "30s"\n' >"$work/typo.toml"
+code=0
+message=$("$root/usr/bin/idem" serve --config "$work/typo.toml" --check-config 2>&1) || code=$?
+[[ $code == 2 ]] || fail "idem serve --check-config on an unknown setting exited $code: $message"
+[[ $message == *"unknown setting 'leese'; see idem-serve.toml(5)"* ]] ||
+  fail "the unknown-setting error names no installed page: $message"
+[[ -f $root/usr/share/man/man5/idem-serve.toml.5.gz ]] ||
+  fail "the error names idem-serve.toml(5), which the package does not install"
 
 # The shipped example config, with the flags a test needs over it: a free admin port (which is
 # also the upstream /readyz probes: only a connection is asked of it), a listener on any port, a
