@@ -244,6 +244,7 @@ BENCHMARK(BM_BareSql_Single)
     ->ArgNames({"full", "savepoints"})
     ->Args({1, 0})
     ->Args({0, 0})
+    ->Args({1, 1})
     ->Args({0, 1})
     ->UseRealTime();
 BENCHMARK(BM_Guard_Single)->ArgName("full")->Arg(1)->Arg(0)->UseRealTime();
