@@ -5,15 +5,19 @@
 //
 //   IDEM_BENCH_PG_URI=postgresql://… pg_guard_bench
 // The database must hold idem's schema (opening the store migrates it) and nothing else matters.
+// IDEM_BENCH_ITERATIONS=N runs exactly N operations per thread (no calibration runs), so that
+// counts taken around the process (server CPU, statements, system calls) divide by a known N.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <libpq-fe.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "idem/guard.h"
 #include "idem/store.h"
@@ -94,6 +98,18 @@ bool Ok(PGresult* result) {
   return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
 }
 
+bool Rows(PGresult* result, int rows) {
+  const bool ok = PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == rows;
+  PQclear(result);
+  return ok;
+}
+
+bool Changed(PGresult* result, std::string_view rows) {
+  const bool ok = PQresultStatus(result) == PGRES_COMMAND_OK && PQcmdTuples(result) == rows;
+  PQclear(result);
+  return ok;
+}
+
 // The same transaction, by hand: what a careful user writes with libpq and prepared statements.
 // With `savepoint`, the effect runs inside SAVEPOINT … RELEASE as the guard's does (so that a
 // deterministic failure can be rolled back alone and recorded).
@@ -126,12 +142,15 @@ void HandWritten(benchmark::State& state, bool savepoint) {
                                                .count());
     const char* claim[] = {key.c_str(), now.c_str()};
     const char* effect[] = {key.c_str()};
-    const bool done =
-        Ok(PQexec(c, "BEGIN")) && Ok(PQexecPrepared(c, "claim", 2, claim, nullptr, nullptr, 0)) &&
-        (!savepoint || Ok(PQexec(c, "SAVEPOINT effect"))) &&
-        Ok(PQexecPrepared(c, "effect", 1, effect, nullptr, nullptr, 0)) &&
-        (!savepoint || Ok(PQexec(c, "RELEASE SAVEPOINT effect"))) &&
-        Ok(PQexecPrepared(c, "outcome", 2, claim, nullptr, nullptr, 0)) && Ok(PQexec(c, "COMMIT"));
+    // Checked as a careful caller checks: the claim returned its row (the key was new) and the
+    // outcome changed exactly that row, else nothing is committed.
+    const bool done = Ok(PQexec(c, "BEGIN")) &&
+                      Rows(PQexecPrepared(c, "claim", 2, claim, nullptr, nullptr, 0), 1) &&
+                      (!savepoint || Ok(PQexec(c, "SAVEPOINT effect"))) &&
+                      Ok(PQexecPrepared(c, "effect", 1, effect, nullptr, nullptr, 0)) &&
+                      (!savepoint || Ok(PQexec(c, "RELEASE SAVEPOINT effect"))) &&
+                      Changed(PQexecPrepared(c, "outcome", 2, claim, nullptr, nullptr, 0), "1") &&
+                      Ok(PQexec(c, "COMMIT"));
     if (!done) {
       state.SkipWithError(PQerrorMessage(c));
       return;
@@ -143,10 +162,23 @@ void HandWritten(benchmark::State& state, bool savepoint) {
 void BM_HandWritten(benchmark::State& state) { HandWritten(state, false); }
 void BM_HandWrittenWithSavepoint(benchmark::State& state) { HandWritten(state, true); }
 
-BENCHMARK(BM_HandWritten)->Threads(1)->Threads(8)->Threads(32)->UseRealTime();
-BENCHMARK(BM_HandWrittenWithSavepoint)->Threads(1)->Threads(8)->Threads(32)->UseRealTime();
-BENCHMARK(BM_Guard)->Threads(1)->Threads(8)->Threads(32)->UseRealTime();
+void Register(const char* name, void (*fn)(benchmark::State&)) {
+  benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(name, fn);
+  b->Threads(1)->Threads(8)->Threads(32)->UseRealTime();
+  if (const char* n = std::getenv("IDEM_BENCH_ITERATIONS"); n != nullptr) {
+    b->Iterations(std::strtoll(n, nullptr, 10));
+  }
+}
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  Register("BM_HandWritten", BM_HandWritten);
+  Register("BM_HandWrittenWithSavepoint", BM_HandWrittenWithSavepoint);
+  Register("BM_Guard", BM_Guard);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -161,17 +161,27 @@ absl::StatusOr<std::vector<Result>> PgConnection::RunAll(std::span<const Stateme
 absl::StatusOr<std::vector<Result>> PgConnection::RunRefs(
     std::span<const StatementRef> statements) {
   last_used_ = std::chrono::steady_clock::now();
+  // The deferred statements go first, in the order they were queued; the caller's after them.
+  // They stay queued until the pipeline is about to be sent (a parameter that cannot be encoded
+  // sends nothing); moving the vector keeps the elements `all` points into.
+  std::vector<StatementRef> all;
+  all.reserve(deferred_.size() + statements.size());
+  for (const Deferred& d : deferred_) {
+    // Parameterless ones (BEGIN, savepoints with any name) are sent unnamed, as simple commands.
+    all.push_back({d.sql, d.params, d.what, /*plan_per_run=*/d.params.empty()});
+  }
+  all.insert(all.end(), statements.begin(), statements.end());
   struct Planned {
     std::string sql;
     EncodedParams params;
     Prepared prepared;
     bool prepare = false;  // this pipeline prepares it
   };
-  std::vector<Planned> planned(statements.size());
-  for (size_t i = 0; i < statements.size(); ++i) {
+  std::vector<Planned> planned(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
     Planned& p = planned[i];
-    p.sql = std::string(statements[i].sql);
-    IDEM_ASSIGN_OR_RETURN(p.params, EncodeParams(statements[i].params));
+    p.sql = std::string(all[i].sql);
+    IDEM_ASSIGN_OR_RETURN(p.params, EncodeParams(all[i].params));
     const std::string key = p.sql + '\x1f' + p.params.signature;
     // A statement already prepared earlier in this pipeline is not prepared twice.
     const auto earlier =
@@ -181,23 +191,19 @@ absl::StatusOr<std::vector<Result>> PgConnection::RunRefs(
       p.prepared = {key, earlier->prepared.name, true};
       continue;
     }
-    if (statements[i].plan_per_run) continue;  // unnamed: planned for its values
+    if (all[i].plan_per_run) continue;  // unnamed: planned for its values
     p.prepared = NameFor(key);
     p.prepare = !p.prepared.name.empty() && !p.prepared.ready;
   }
-  std::vector<std::string> deferred = std::move(deferred_);
+
+  std::vector<Deferred> deferred = std::move(deferred_);
   deferred_.clear();
   failed_deferred_ = false;
 
-  // What each pipelined command is: a deferred statement, a prepare or an execution of planned[i].
-  enum class Kind { kDeferred, kPrepare, kExecute };
+  // What each pipelined command is: a prepare or an execution of planned[i].
+  enum class Kind { kPrepare, kExecute };
   std::vector<std::pair<Kind, size_t>> commands;
   bool sent = PQenterPipelineMode(conn_) == 1;
-  for (size_t i = 0; i < deferred.size(); ++i) {
-    sent = sent && PQsendQueryParams(conn_, deferred[i].c_str(), 0, nullptr, nullptr, nullptr,
-                                     nullptr, 0) == 1;
-    commands.emplace_back(Kind::kDeferred, i);
-  }
   for (size_t i = 0; i < planned.size(); ++i) {
     const Planned& p = planned[i];
     if (p.prepare) {
@@ -222,19 +228,23 @@ absl::StatusOr<std::vector<Result>> PgConnection::RunRefs(
   }
   std::vector<Result> results = ReadPipeline(commands.size());
   std::vector<Result> out;
-  out.reserve(planned.size());
+  out.reserve(statements.size());
   for (size_t c = 0; c < commands.size(); ++c) {
     const auto [kind, i] = commands[c];
-    if (kind == Kind::kDeferred) {
+    if (i < deferred.size()) {
       if (!StatusFromResult(results[c].get(), conn_, first_what).ok()) {
         failed_deferred_ = true;
-        return Failed(results[c].get(),
-                      StatusFromResult(results[c].get(), conn_,
-                                       fmt::format("{} (before it: {})", first_what, deferred[i])));
+        const std::string what =
+            deferred[i].what.empty()
+                ? fmt::format("{} (before it: {})", first_what, deferred[i].sql)
+                : fmt::format("{} (sent before the {})", deferred[i].what, first_what);
+        return Failed(results[c].get(), StatusFromResult(results[c].get(), conn_, what));
       }
+      if (kind == Kind::kPrepare)
+        prepared_.emplace(planned[i].prepared.key, planned[i].prepared.name);
       continue;
     }
-    absl::Status status = StatusFromResult(results[c].get(), conn_, statements[i].what);
+    absl::Status status = StatusFromResult(results[c].get(), conn_, all[i].what);
     if (!status.ok()) return Failed(results[c].get(), std::move(status));
     if (kind == Kind::kPrepare) {
       prepared_.emplace(planned[i].prepared.key, planned[i].prepared.name);

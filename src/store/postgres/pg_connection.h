@@ -1,6 +1,6 @@
 // One libpq connection: statements prepared once per connection and reused, and statements that
-// carry no answer of their own (BEGIN, SET LOCAL, SAVEPOINT) sent in the same round trip as the
-// next statement (libpq pipeline mode).
+// carry no answer of their own (BEGIN, SET LOCAL, SAVEPOINT, an outcome checked on the server)
+// sent in the same round trip as the next statement (libpq pipeline mode).
 //
 // Thread-safety: a PgConnection is used by one thread at a time (the pool hands it out).
 #ifndef IDEM_STORE_POSTGRES_PG_CONNECTION_H_
@@ -72,12 +72,17 @@ class PgConnection final {
   bool caller_touched() const { return caller_touched_; }
 
   // Queues a parameterless statement to go out just before the next Run, in one round trip.
-  void Defer(std::string sql) { deferred_.push_back(std::move(sql)); }
+  void Defer(std::string sql) { deferred_.push_back({std::move(sql), {}, {}}); }
+  // Queues `statement` (copied) likewise, prepared on first use as Run prepares. Its failure
+  // fails the next Run, with failed_deferred() set and the statement's `what` in the message.
+  void Defer(const Statement& statement) {
+    deferred_.push_back({std::string(statement.sql), statement.params, statement.what});
+  }
   void DropDeferred() { deferred_.clear(); }
   // Drops the queued RELEASE SAVEPOINT statements (before a COMMIT, which releases them all).
   void DropDeferredReleases() {
     std::erase_if(deferred_,
-                  [](const std::string& sql) { return sql.starts_with("RELEASE SAVEPOINT "); });
+                  [](const Deferred& d) { return d.sql.starts_with("RELEASE SAVEPOINT "); });
   }
   bool has_deferred() const { return !deferred_.empty(); }
 
@@ -129,13 +134,19 @@ class PgConnection final {
   // Returns `status` after noting a lost connection, if `result` shows one.
   absl::Status Failed(const PGresult* result, absl::Status status);
 
+  struct Deferred {
+    std::string sql;
+    std::vector<SqlValue> params;  // none: sent unnamed (BEGIN, SET LOCAL, savepoints)
+    std::string what;              // empty: named after the statement it went out before
+  };
+
   PGconn* conn_;
   const bool owned_;  // false: borrowed (Borrow), closed by its owner
   bool broken_ = false;
   bool lost_ = false;
   bool failed_deferred_ = false;
   bool caller_touched_ = false;
-  std::vector<std::string> deferred_;
+  std::vector<Deferred> deferred_;
   std::unordered_map<std::string, std::string> prepared_;  // sql + signature → name
   int next_name_ = 0;
   std::chrono::steady_clock::time_point last_used_ = std::chrono::steady_clock::now();

@@ -78,7 +78,7 @@ absl::Status StaleFenceError(PgConnection& conn, const Scope& scope, int64_t fen
 
 // The statements behind the calls above, for a caller that sends several in one pipeline
 // (PgConnection::RunAll), and the readers of their results.
-Statement InsertClaimStatement(const ClaimParams& p);  // ClaimKey's first statement
+Statement InsertClaimStatement(const ClaimParams& p);  // ClaimKey's first: RETURNING fence only
 Statement SelectAnyStatement(const Scope& scope);      // ClaimKey's read after a conflict
 Statement SelectLiveStatement(const Scope& scope, int64_t now_ms);
 Statement ExtendLeaseStatement(const Scope& scope, int64_t fence, int64_t now_ms,
@@ -86,6 +86,14 @@ Statement ExtendLeaseStatement(const Scope& scope, int64_t fence, int64_t now_ms
 Statement RecordOutcomeStatement(const Scope& scope, int64_t fence, KeyState state,
                                  const StoredResponse& response, int64_t now_ms,
                                  int64_t expires_ms);
+// RecordOutcomeStatement made to fail unless it changes the record: division by zero (SQLSTATE
+// kOutcomeNotRecorded) when the record is not in_progress with `fence`. For an outcome sent
+// without waiting for its answer (pipelined before COMMIT), whose miss must stop the commit:
+// PostgreSQL skips the rest of a pipeline after a failed statement, COMMIT included.
+inline constexpr std::string_view kOutcomeNotRecorded = "22012";
+Statement RecordOutcomeCheckedStatement(const Scope& scope, int64_t fence, KeyState state,
+                                        const StoredResponse& response, int64_t now_ms,
+                                        int64_t expires_ms);
 Statement DeleteClaimStatement(const Scope& scope, int64_t fence, int64_t now_ms);
 Statement ReplaceExpiredStatement(const ClaimParams& p, int64_t expected_fence);
 Statement TakeOverLapsedStatement(const ClaimParams& p, int64_t expected_fence);

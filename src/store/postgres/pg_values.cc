@@ -53,6 +53,13 @@ SqlValue DecodeValue(const PGresult* result, int row, int column) {
 absl::StatusOr<EncodedParams> EncodeParams(std::span<const SqlValue> params) {
   EncodedParams out;
   out.text.reserve(params.size());  // no reallocation: values point into it
+  // Each statement of a guarded call has 2-11 parameters: growing five vectors one element at a
+  // time cost it more allocations than everything else it does on the client.
+  out.values.reserve(params.size());
+  out.lengths.reserve(params.size());
+  out.formats.reserve(params.size());
+  out.types.reserve(params.size());
+  out.signature.reserve(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     const SqlValue& param = params[i];
     const char* value = nullptr;

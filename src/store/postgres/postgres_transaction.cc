@@ -47,6 +47,16 @@ bool MayChangeSettings(std::string_view sql) {
          lower.find("timeout") != std::string::npos || sql.size() > 4096;
 }
 
+// true for SQL that may write idem_keys (it names an idem_ table, any case) or undo a claim (a
+// rollback to the caller's own savepoint): the claims' outcomes are then sent when recorded.
+bool MayTouchClaims(std::string_view sql) {
+  constexpr std::string_view kPrefix = "idem_";
+  const auto found =
+      std::search(sql.begin(), sql.end(), kPrefix.begin(), kPrefix.end(),
+                  [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+  return found != sql.end() || IsRollbackToSavepoint(sql);
+}
+
 }  // namespace
 
 PostgresTransaction::PostgresTransaction(PooledConnection conn, const StoreOptions& options,
@@ -70,32 +80,6 @@ void PostgresTransaction::DeferBegin(PgConnection& c) {
 PostgresTransaction::PostgresTransaction(Borrowed, PooledConnection conn,
                                          const StoreOptions& options, Clock& clock)
     : conn_(std::move(conn)), options_(options), clock_(clock), sent_(true), borrowed_(true) {}
-
-absl::StatusOr<std::unique_ptr<PostgresTransaction>> PostgresTransaction::Borrow(
-    PooledConnection conn, const StoreOptions& options, Clock& clock) {
-  switch (PQtransactionStatus(conn->raw())) {
-    case PQTRANS_INTRANS:
-      return std::unique_ptr<PostgresTransaction>(
-          new PostgresTransaction(Borrowed{}, std::move(conn), options, clock));
-    case PQTRANS_IDLE:
-      return absl::FailedPreconditionError(
-          "no transaction is open on this PostgreSQL connection: run BEGIN on it first, then "
-          "borrow it; idem works inside your transaction and leaves COMMIT or ROLLBACK to you");
-    case PQTRANS_INERROR:
-      return absl::FailedPreconditionError(
-          "the transaction on this PostgreSQL connection has failed (a statement failed), so "
-          "the server refuses every statement until ROLLBACK: roll it back, begin again, and "
-          "borrow the connection then");
-    case PQTRANS_ACTIVE:
-      return absl::FailedPreconditionError(
-          "a command is still under way on this PostgreSQL connection: read all its results "
-          "(PQgetResult until null) before borrowing it");
-    default:
-      return absl::UnavailableError(
-          "this PostgreSQL connection is broken (PQtransactionStatus is PQTRANS_UNKNOWN): "
-          "reconnect, begin a transaction and borrow it then");
-  }
-}
 
 PostgresTransaction::~PostgresTransaction() {
   // A borrowed transaction defers nothing (see SendSavepointStatement): its owner's transaction
@@ -136,6 +120,21 @@ absl::StatusOr<PgConnection*> PostgresTransaction::Open(bool sending, bool rolli
   return &conn;
 }
 
+absl::Status PostgresTransaction::OutcomeNotRecorded(absl::Status status) const {
+  // Only a deferred outcome fails with this SQLSTATE among the deferred statements (the others
+  // are BEGIN, SET LOCAL and savepoint statements).
+  const std::string code = fmt::format("(SQLSTATE {})", kOutcomeNotRecorded);
+  if (status.ok() || !conn_.has_value() || !(**conn_).failed_deferred() ||
+      status.message().find(code) == absl::string_view::npos) {
+    return status;
+  }
+  return absl::AbortedError(fmt::format(
+      "{}: the key's record changed inside this transaction after its claim (through the "
+      "transaction's own SQL?), so its outcome was not recorded and the transaction cannot "
+      "commit; do not record an outcome",
+      std::string(status.message())));
+}
+
 void PostgresTransaction::Doom(absl::Status why) {
   if (doomed_.ok()) doomed_ = std::move(why);
 }
@@ -145,6 +144,7 @@ absl::Status PostgresTransaction::Track(absl::Status status, bool dooming) {
     left_in_error_ = PQtransactionStatus((**conn_).raw()) == PQTRANS_INERROR;
   }
   if (status.ok()) return status;
+  status = OutcomeNotRecorded(std::move(status));
   const bool deferred_failed = conn_.has_value() && (**conn_).failed_deferred();
   if (borrowed_ && conn_.has_value() && PQtransactionStatus((**conn_).raw()) == PQTRANS_INERROR) {
     // The owner's own statements on its connection fail from now on too: tell it why.
@@ -169,6 +169,7 @@ absl::StatusOr<Result> PostgresTransaction::Run(std::string_view sql,
   }
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
   if (MayChangeSettings(sql)) conn->MarkCallerTouched();
+  if (MayTouchClaims(sql)) ForgetClaims();
   absl::StatusOr<Result> result = conn->Run(sql, params, what);
   IDEM_RETURN_IF_ERROR(Track(result.status()));
   return result;
@@ -194,6 +195,8 @@ void* PostgresTransaction::native_handle() {
   if (!conn_.has_value()) return nullptr;
   PgConnection& conn = **conn_;
   conn.MarkCallerTouched();
+  handle_taken_ = true;  // the caller may write anything, any time: no outcome waits from now on
+  ForgetClaims();
   if (conn.has_deferred()) {
     // The caller's statements must land inside the transaction: send BEGIN now. A failure shows
     // on the caller's next statement and at Commit.
@@ -217,6 +220,9 @@ absl::StatusOr<ClaimResult> PostgresTransaction::Claim(const Scope& scope,
                 now + std::max(options_.retention, kTransactionLease).count()};
   absl::StatusOr<ClaimResult> claim = ClaimKey(*conn, p, /*take_over_lapsed=*/true);
   IDEM_RETURN_IF_ERROR(Track(claim.status()));
+  if (claim->claimed && !borrowed_ && !handle_taken_) {
+    claims_.push_back({scope, claim->record.fence, claim->record.expires_ms});
+  }
   return claim;
 }
 
@@ -229,6 +235,21 @@ absl::Status PostgresTransaction::Finish(const Scope& scope, int64_t fence, KeyS
   IDEM_RETURN_IF_ERROR(ValidateScope(scope));
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open());
   const int64_t now = clock_.NowMillis();
+  const auto held = std::find_if(claims_.begin(), claims_.end(), [&](const HeldClaim& c) {
+    return c.scope == scope && c.fence == fence;
+  });
+  if (held != claims_.end()) {
+    // The claim's row is locked by this transaction and untouched since: the UPDATE below would
+    // change it unless the record expired by now or the transaction failed, both seen here.
+    const bool untouched =
+        now < held->expires_ms && PQtransactionStatus(conn->raw()) == PQTRANS_INTRANS;
+    claims_.erase(held);  // finished: a second outcome of the key is sent and refused at once
+    if (untouched) {
+      conn->Defer(RecordOutcomeCheckedStatement(scope, fence, state, response, now,
+                                                now + options_.retention.count()));
+      return absl::OkStatus();
+    }
+  }
   absl::StatusOr<int64_t> changed =
       RecordOutcome(*conn, scope, fence, state, response, now, now + options_.retention.count());
   IDEM_RETURN_IF_ERROR(Track(changed.status()));
@@ -270,6 +291,7 @@ absl::Status PostgresTransaction::RollbackToSavepoint(std::string_view name) {
   IDEM_ASSIGN_OR_RETURN(PgConnection * conn, Open(/*sending=*/false, /*rolling_back=*/true));
   IDEM_ASSIGN_OR_RETURN(size_t index, FindSavepoint(name));
   savepoints_.resize(index + 1);  // the later ones are gone; this one stays
+  ForgetClaims();                 // some may be undone
   if (savepoints_[index].on_server) {
     // Sent at once: it is what makes a failed transaction usable again.
     sent_ = true;
@@ -328,8 +350,9 @@ absl::Status PostgresTransaction::Commit() {
   }
   PgConnection* conn = *open;
   conn->DropDeferredReleases();  // COMMIT releases every savepoint itself
+  // A deferred outcome goes out with the COMMIT, in one round trip.
   absl::StatusOr<Result> result = conn->Run("COMMIT", {}, "commit");
-  absl::Status status = result.status();
+  absl::Status status = OutcomeNotRecorded(result.status());
   if (result.ok() && std::string_view(PQcmdStatus(result->get())) != "COMMIT") {
     // The server answers COMMIT of a failed transaction with ROLLBACK.
     status = absl::InternalError(
@@ -357,6 +380,7 @@ absl::Status PostgresTransaction::Rollback() {
   PgConnection& conn = **conn_;
   conn.DropDeferred();
   savepoints_.clear();
+  ForgetClaims();
   if (sent_ && !conn.broken()) {
     Result result(PQexec(conn.raw(), "ROLLBACK"));
     if (result == nullptr || PQresultStatus(result.get()) != PGRES_COMMAND_OK) conn.MarkBroken();

@@ -8,6 +8,16 @@
 // releases every savepoint). So the guard's transaction costs the server no more statements than
 // its own work: BEGIN, claim, SAVEPOINT, effect, outcome, COMMIT.
 //
+// The outcome of a key this transaction claimed is deferred the same way, to go out with COMMIT
+// (or the next statement), when nothing since the claim can have changed the claimed row: the
+// claim's row lock keeps every other transaction off it, so only this transaction's own SQL
+// naming idem_ tables, a rollback to a savepoint, the native handle or the clock passing the
+// record's expiry could, and each of those sends the outcome at once instead. The deferred
+// outcome is checked on the server all the same (it fails unless it changed the row, and
+// PostgreSQL then skips the COMMIT behind it): a miss stops the commit, never commits the effect
+// without its outcome. So Guard::Run costs three round trips: BEGIN + claim, SAVEPOINT + effect,
+// outcome + COMMIT.
+//
 // A borrowed transaction (Borrow) defers nothing: its owner, and an effect, write on the
 // connection directly, so each SAVEPOINT and RELEASE is sent when it is called and none is ever
 // left queued for a later statement.
@@ -80,6 +90,12 @@ class PostgresTransaction final : public StoreTransaction {
   // The index of the topmost savepoint called `name`. Errors: InvalidArgument when there is none.
   absl::StatusOr<size_t> FindSavepoint(std::string_view name) const;
 
+  // Forgets the claims whose outcome could be deferred (see the file comment): their rows may
+  // have changed in ways the transaction cannot see.
+  void ForgetClaims() { claims_.clear(); }
+  // The Aborted error for a deferred outcome that did not change its record, else `status`.
+  absl::Status OutcomeNotRecorded(absl::Status status) const;
+
   struct SavepointEntry {
     std::string name;
     bool on_server;  // false: taken before anything was sent; exists only here
@@ -88,12 +104,21 @@ class PostgresTransaction final : public StoreTransaction {
   struct Borrowed {};
   PostgresTransaction(Borrowed, PooledConnection conn, const StoreOptions& options, Clock& clock);
 
+  // A key this transaction claimed (and locked) whose row nothing has touched since.
+  struct HeldClaim {
+    Scope scope;
+    int64_t fence = 0;
+    int64_t expires_ms = 0;
+  };
+
   std::optional<PooledConnection> conn_;    // empty once committed or rolled back
   std::vector<SavepointEntry> savepoints_;  // bottom first: the not-on-server ones, then the rest
   StoreOptions options_;
   Clock& clock_;
-  bool sent_ = false;      // BEGIN has gone to the server
-  bool borrowed_ = false;  // its owner began it and ends it (Borrow)
+  std::vector<HeldClaim> claims_;  // whose outcome may be deferred
+  bool handle_taken_ = false;      // native_handle() was called: defer no outcome
+  bool sent_ = false;              // BEGIN has gone to the server
+  bool borrowed_ = false;          // its owner began it and ends it (Borrow)
   // Borrowed: idem's last statement left the transaction failed (PQTRANS_INERROR), so a failed
   // state seen at the next call is idem's own, not one its owner brought about.
   bool left_in_error_ = false;
