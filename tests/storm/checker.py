@@ -98,8 +98,9 @@ def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures):
                 f["gw"], f["status"], prev["ex"])
         # The later run is a request its own gateway had given up on (answered 502/504, the key
         # released) before the earlier run: a starved upstream read it late, after a retry ran.
-        if f["gw"] == cur["gw"] and f["xrid"] == cur.get("xrid") and "-a" in (f["xrid"] or "") \
-                and f.get("start", f["at"]) - 0.05 <= cur["t"] and f["at"] <= prev["t"] + 0.05:
+        if f["gw"] == cur["gw"] and f["xrid"] == cur.get("xrid") and \
+                f.get("start", f["at"]) - 0.05 <= cur["t"] <= f["at"] + late and \
+                f["at"] <= prev["t"] + 0.05:
             return "run %d is a request %s had answered %d before run %d (read late)" % (
                 cur["ex"], f["gw"], f["status"], prev["ex"])
     if prev["mode"] == "drop":

@@ -110,6 +110,16 @@ class CheckerTest(unittest.TestCase):
                      replays(66), gave_up)
         self.assertEqual(late.violations, [])
         self.assertIn("run 80 is a request g2 had answered 504 before run 66", late.allowed[0][1])
+        # A client's fixed request id: only a run soon after the 504 (the upstream timeout and
+        # 10 s) can be that request (po-11-k10 on a loaded machine: read 4.7 s after it).
+        fixed = dict(gave_up, xrid="rid-k1-c1", at=14.8, start=7.9)
+        soon = check(key(), run_(16, 19.0, gw="g1", xrid="rid-k1-c2"),
+                     run_(27, 19.5, gw="g2", xrid="rid-k1-c1"), answer(16), replays(16), fixed)
+        self.assertEqual(soon.violations, [])
+        much_later = check(key(), run_(16, 40.0, gw="g1", xrid="rid-k1-c2"),
+                           run_(27, 40.5, gw="g2", xrid="rid-k1-c1"), answer(16), replays(16),
+                           fixed)
+        self.assertIn("ran 2 times", much_later.violations[0][1])
         # Given up only after the other run: no reason.
         after = check(key(recover="status"), run_(66, 28.8, gw="g2", xrid="rid-k1-c0-a5-cd4b"),
                       run_(80, 29.4, gw="g2", xrid="rid-k1-c0-a3-b979"), answer(66), replays(66),
