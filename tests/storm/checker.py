@@ -80,7 +80,26 @@ def released_reason(prev, cur, meta, releases, upstream_timeout):
     return None
 
 
-def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures):
+# What the upstream logs as it reads a request: a run, an arrival that ran nothing, a status query.
+UPSTREAM_READS = ("exec", "arrival", "status_query")
+
+
+def upstream_stalls(records, failures, gap=1.0):
+    """The spells in which the upstream read nothing at all while a gateway forwarded a request
+    and answered it 504 (begun and answered within the spell): the upstream starved (a loaded
+    machine), not idle. (start, end) pairs on the run's clock."""
+    reads = sorted(r["t"] for r in records if r["ev"] in UPSTREAM_READS)
+    return [(a, b) for a, b in zip(reads, reads[1:]) if b - a >= gap and
+            any(f["status"] == 504 and a < f.get("start", f["at"]) and f["at"] < b
+                for f in failures)]
+
+
+def stalled_between(stalls, since, until):
+    """How long the upstream was stalled between `since` and `until`."""
+    return sum(max(0.0, min(b, until) - max(a, since)) for a, b in stalls)
+
+
+def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures, stalls=()):
     """Why `cur` may run the effect again after `prev`, or None."""
     if meta["recover"] == "tx":
         return None  # the in-transaction guard: the effect commits with the answer, or not at all
@@ -89,17 +108,22 @@ def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures):
         # before `cur` arrived: its log line carries the forwarded X-Request-Id. The upstream
         # may see a request only after the gateway gave up on it (a loaded machine).
         # A request id of one attempt ("-a<N>-") names that request alone; a client's fixed or
-        # shared one is matched only to a run that arrived soon after the failure.
+        # shared one is matched only to a run that arrived soon after the failure: within the
+        # upstream timeout and 10 s of it, not counting the time the upstream was stalled
+        # (po-4242-k13: three forwards answered 504 read together 14-18 s after, once the
+        # upstream had read nothing for 15.7 s).
         late = float("inf") if "-a" in (f["xrid"] or "") else upstream_timeout + 10
         if f["gw"] == prev["gw"] and f["xrid"] == prev.get("xrid") and \
-                f.get("start", f["at"]) - 0.05 <= prev["t"] <= f["at"] + late and \
+                f.get("start", f["at"]) - 0.05 <= prev["t"] <= \
+                f["at"] + late + stalled_between(stalls, f["at"], prev["t"]) and \
                 f["at"] <= cur["t"] + 0.05:
             return "%s answered %d for run %d (upstream failure; key released)" % (
                 f["gw"], f["status"], prev["ex"])
         # The later run is a request its own gateway had given up on (answered 502/504, the key
         # released) before the earlier run: a starved upstream read it late, after a retry ran.
         if f["gw"] == cur["gw"] and f["xrid"] == cur.get("xrid") and \
-                f.get("start", f["at"]) - 0.05 <= cur["t"] <= f["at"] + late and \
+                f.get("start", f["at"]) - 0.05 <= cur["t"] <= \
+                f["at"] + late + stalled_between(stalls, f["at"], cur["t"]) and \
                 f["at"] <= prev["t"] + 0.05:
             return "run %d is a request %s had answered %d before run %d (read late)" % (
                 cur["ex"], f["gw"], f["status"], prev["ex"])
@@ -146,6 +170,7 @@ def check(records):
     faults = [r for r in records if r["ev"] == "fault"]
     failures = [r for r in records if r["ev"] == "upstream_failure"]
     releases = [r for r in records if r["ev"] == "released_at_exit"]
+    stalls = upstream_stalls(records, failures)
     keys = collections.OrderedDict()
     by_key = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in records:
@@ -162,7 +187,8 @@ def check(records):
         check_fences(v, name, events, faults, failures, lease, upstream_timeout)
         recorded = check_replays(v, name, events)
         for prev, cur in zip(execs, execs[1:]):
-            reason = rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures)
+            reason = rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures,
+                                  stalls)
             if reason is None:
                 reason = released_reason(prev, cur, meta, releases, upstream_timeout)
             if reason is None:

@@ -126,6 +126,29 @@ class CheckerTest(unittest.TestCase):
                       dict(gave_up, at=29.0))
         self.assertIn("ran 2 times", after.violations[0][1])
 
+    def test_a_fixed_request_id_read_late_after_the_upstream_stalled_is_that_request(self):
+        # po-4242-k13 (status route, one client's fixed request id): g2 answered 504 at 7.75 s
+        # and 12.23 s; the upstream read nothing from 10.2 s to 26.05 s although g1's forward of
+        # 11.0 s waited on it (answered 504 at 15.73 s), then read both of g2's requests at once,
+        # 18 s after the first 504: the time it was stalled does not count against the 10 s.
+        first = {"ev": "upstream_failure", "gw": "g2", "xrid": "rid-k1", "status": 504,
+                 "at": 7.75, "start": 4.47, "t": 70.0}
+        second = dict(first, at=12.23, start=7.36)
+        waited = dict(first, gw="g1", xrid="rid-k9", at=15.73, start=11.0)
+        read_before = {"ev": "arrival", "key": "k9", "gw": "g1", "t": 10.2, "xrid": "rid-k9"}
+        history = [key(recover="status"), read_before, run_(17, 26.05, gw="g2"),
+                   run_(21, 26.08, gw="g2"), answer(21), replays(21), first, second]
+        stalled = check(*history, waited)
+        self.assertEqual(stalled.violations, [])
+        self.assertIn("g2 answered 504 for run 17", stalled.allowed[0][1])
+        # The same silence with no forward waiting on the upstream is an idle upstream, not a
+        # stalled one: runs read that long after the 504s are not those requests.
+        idle = check(*history)
+        self.assertIn("ran 2 times", idle.violations[0][1])
+        # A 502 (refused, cut off) is no sign of an upstream that stopped reading.
+        refused = check(*history, dict(waited, status=502))
+        self.assertIn("ran 2 times", refused.violations[0][1])
+
     def test_a_key_its_draining_gateway_released_at_exit_may_run_again(self):
         # po-1-k50: g1, draining, released the key at exit (its call over without an answer).
         meta = dict(key(recover="status"), key_string="po-1-k50")
