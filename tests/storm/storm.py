@@ -74,12 +74,22 @@ RELEASED_AT_EXIT = re.compile(r"released key sha256:([0-9a-f]{16}) \(fence \d+; 
                               r"outcome was transient\)")
 
 
+# The line cluster.Gateway writes into the gateway's log at each start, with the offset of the
+# wall clock it gave it (libfaketime; 0 without a step).
+GATEWAY_STARTED = re.compile(r"==== storm: start clock ([+-][0-9.]+)s ")
+
+
 def record_upstream_failures(gateways, history):
     """Puts each gateway's 502/504 upstream failures in the history (its JSON request lines at
     --log-level debug: decision upstream_error): the gateway's own word that an upstream run's
     answer was not kept and the key released, whatever the upstream's timing looked like."""
     for g in gateways:
+        clock_offset = 0.0  # a gateway started under a stepped clock stamps its lines with it
         for line in g.log_lines():
+            started = GATEWAY_STARTED.match(line)
+            if started:
+                clock_offset = float(started.group(1))
+                continue
             released = RELEASED_AT_EXIT.search(line) if line.startswith("{") else None
             if not line.startswith("{") or ('"upstream_error"' not in line and not released):
                 continue
@@ -89,7 +99,7 @@ def record_upstream_failures(gateways, history):
                 continue
             wall = datetime.datetime.strptime(doc["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
                 tzinfo=datetime.timezone.utc).timestamp()
-            at = wall - history.wall0
+            at = wall - clock_offset - history.wall0
             if released:
                 # A drain released a key whose upstream call had ended without an answer (its
                 # 504 never written): the log names the key by its hash, not the request.
