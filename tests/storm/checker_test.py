@@ -245,6 +245,59 @@ class CheckerTest(unittest.TestCase):
         dropped = check(key(), run_(1, 1.0, mode="drop"), gone)
         self.assertEqual(dropped.violations, [])
 
+    def test_a_jetstream_outcome_lost_around_a_node_kill_is_the_stores_documented_loss(self):
+        # na-39051-k38: run 46 answered 201 at 7.43 s, node 3 SIGKILLed at 8.25 s; after the run
+        # the key had no answer (its claim was back). Also a later run, after the kill, of a key
+        # whose claim came back and was taken over (na-57255-k65).
+        gone = [{"ev": "replay", "key": "k1", "n": n, "status": 503, "body": "x",
+                 "replayed": None, "unrecorded": True, "t": 50.0 + n} for n in (1, 2)]
+        kill = fault("nats_kill", 8.25, 10.0, gw="g2")
+        lost = on_nats(key(), run_(46, 7.42), answer(46, t=7.43), gone, kill)
+        self.assertEqual(lost.violations, [])
+        self.assertEqual(lost.unsettled, [])
+        self.assertEqual(len(lost.store_lost), 1)
+        self.assertIn("store lost an acknowledged write: JetStream server killed within 5s of "
+                      "the write (nats_kill at 8.25s", lost.store_lost[0][1])
+        self.assertIn("1 store lost an acknowledged write", checker.summary(lost, 1, {}))
+        rerun = on_nats(key(), run_(85, 7.42), answer(85, t=7.43), run_(87, 12.0), replays(87),
+                        kill)
+        self.assertEqual(rerun.violations, [])
+        self.assertEqual(len(rerun.store_lost), 1)
+        # The same history on another store, or with the kill before the run, stays a violation.
+        self.assertEqual(check(key(), run_(46, 7.42), answer(46, t=7.43), gone, kill).store_lost,
+                         [])
+        before = on_nats(key(), run_(46, 7.42), answer(46, t=7.43), gone,
+                         fault("nats_kill", 7.0, 10.0, gw="g2"))
+        self.assertIn("no answer for the key", before.violations[0][1])
+        # A re-run before the kill is no consequence of a write lost in it.
+        early = on_nats(key(), run_(85, 7.42), answer(85, t=7.43), run_(87, 8.0), replays(87),
+                        kill)
+        self.assertTrue(any("ran 2 times" in text for _, text in early.violations))
+        self.assertEqual(early.store_lost, [])
+        # Nor does a kill excuse a key's other violations (a fence forwarded twice).
+        fenced = on_nats(key(), run_(46, 7.42, fence="7"), dict(run_(46, 7.5, fence="7"),
+                                                               ev="arrival"),
+                         answer(46, t=7.43), gone, kill)
+        self.assertTrue(any("fence 7" in text for _, text in fenced.violations))
+        self.assertEqual(fenced.store_lost, [])
+
+    def test_a_jetstream_outcome_lost_with_no_node_kill_near_is_a_violation(self):
+        gone = [{"ev": "replay", "key": "k1", "n": n, "status": 503, "body": "x",
+                 "replayed": None, "unrecorded": True, "t": 50.0 + n} for n in (1, 2)]
+        paused = fault("nats_pause", 8.0, 10.0, gw="g2")  # a pause loses nothing written
+        late = fault("nats_kill", 13.0, 14.0, gw="g2")  # 5.57 s after the answer
+        v = on_nats(key(), run_(46, 7.42), answer(46, t=7.43), gone, paused, late)
+        self.assertEqual(v.store_lost, [])
+        self.assertTrue(any("client 0 attempt 1 got 201 46 but the store has no answer for the "
+                            "key" in text for _, text in v.violations))
+        self.assertTrue(any("never settled" in text for _, text in v.violations))
+        self.assertNotIn("store lost", checker.summary(v, 1, {}))
+
+
+def on_nats(*records):
+    return checker.check([dict(RUN, store="nats")] + [r for rs in records for r in
+                                                      (rs if isinstance(rs, list) else [rs])])
+
 
 if __name__ == "__main__":
     unittest.main()

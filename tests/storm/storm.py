@@ -271,17 +271,24 @@ def main():
         totals.executions += verdict.executions
         totals.allowed += verdict.allowed
         totals.violations += [(s, k, t) for k, t in verdict.violations]
+        totals.store_lost += [(s, k, t) for k, t in verdict.store_lost]
+        for key, text in verdict.store_lost:
+            print("storm: STORE LOST A WRITE [%s] %s: %s" % (s, key, text), flush=True)
         for key, text in verdict.violations[:25]:
             print("storm: VIOLATION [%s] %s: %s" % (s, key, text), flush=True)
         if len(verdict.violations) > 25:
             print("storm: ... and %d more violations" % (len(verdict.violations) - 25))
-        print("storm [%s]: %d keys, %d executions, %d allowed re-runs, %d violations, "
+        lost = (", %d store lost an acknowledged write" % len(verdict.store_lost)
+                if verdict.store_lost else "")
+        print("storm [%s]: %d keys, %d executions, %d allowed re-runs, %d violations%s, "
               "%d unsettled, %.0fs" % (s, verdict.keys, verdict.executions,
-                                       len(verdict.allowed), len(verdict.violations),
+                                       len(verdict.allowed), len(verdict.violations), lost,
                                        len(verdict.unsettled), time.monotonic() - t0),
               flush=True)
         if verdict.violations:
             failed.append((s, path))
+        elif verdict.store_lost:
+            print("storm: history of the store's lost writes kept in %s" % path, flush=True)
         else:
             shutil.rmtree(work, ignore_errors=True)
     print(checker.summary(totals, args.seed, faults))
