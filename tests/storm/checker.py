@@ -215,7 +215,7 @@ def check(records):
 # nats-server before 2.10 neither fsyncs each write nor can be told to: a server SIGKILLed soon
 # after it acknowledged an outcome came back without it and, once it led the stream, the key's
 # record was its claim again (docs/distributed-store.md, "Not on disk"; FINDINGS.md, seeds 191079,
-# 539051, 157255: kills 0-4.3 s after the answer). Only a node SIGKILL in this window explains a
+# 539051, 157255: kills from just before the answer to 4.3 s after it). Only a node SIGKILL in this window explains a
 # lost outcome; anything else stays a violation.
 LOST_WRITE_WINDOW = 5.0
 NODE_KILLS = ("nats_kill", "nats_crash_two")
