@@ -186,10 +186,14 @@ Statement RecordOutcomeCheckedStatement(const Scope& scope, int64_t fence, KeySt
                                         const StoredResponse& response, int64_t now_ms,
                                         int64_t expires_ms) {
   Statement statement = RecordOutcomeStatement(scope, fence, state, response, now_ms, expires_ms);
+  // "state + 0 = 1": the row is found by its primary key. Written "state = 1", the plan cached
+  // for any values scans the partial index idem_keys_in_progress instead (the planner takes the
+  // in_progress rows for few), every entry of it, the dead ones of finished claims included until
+  // a vacuum: a cost that grows with the traffic since.
   statement.sql =
       "WITH done AS (UPDATE idem_keys SET state = $5, status = $6, headers = $7, body = $8, "
       "updated_ms = $4, expires_ms = $9 WHERE tenant = $1 AND key = $2 AND fence = $3 "
-      "AND state = 1 AND expires_ms > $4 RETURNING 1) SELECT 1 / count(*) FROM done";
+      "AND state + 0 = 1 AND expires_ms > $4 RETURNING 1) SELECT 1 / count(*) FROM done";
   return statement;
 }
 
