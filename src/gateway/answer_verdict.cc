@@ -35,6 +35,11 @@ AnswerVerdict VerdictOnAnswer(const Route& route, const UpstreamAnswer& answer) 
 }
 
 AnswerVerdict VerdictOnStatusAnswer(const Route& route, const UpstreamAnswer& answer) {
+  // A 200 whose answer cannot be kept (too large, cut off, too slow after its head) still says
+  // the effect happened, and asking again gets the same answer for ever: the key records what
+  // the request's own answer would have (VerdictOnAnswer: the 502 upstream-answer-not-kept).
+  if (!answer.response.ok() && answer.head_received && answer.head_status == 200)
+    return VerdictOnAnswer(route, answer);
   if (!answer.response.ok())
     return {.kind = AnswerVerdict::Kind::kNotReached, .why = answer.response.status().ToString()};
   const int status = answer.response->status;

@@ -40,8 +40,10 @@ AnswerVerdict VerdictOnAnswer(const Route& route, const UpstreamAnswer& answer);
 
 // The verdict on the answer of `route`'s status URL (recover = "status"): 200 is kCompleted with
 // that answer (its status replaced by route.recovered_status when set), 404 kNeverHappened, any
-// other status or none kTransient or kNotReached. A status answer that cannot be kept is
-// kNotReached: the question has no effect and is asked again.
+// other status or none kTransient or kNotReached. A 200 whose answer cannot be kept (its head
+// arrived, then it proved too large, cut off or too slow) is what VerdictOnAnswer makes of it,
+// kNotKept: the effect happened and asking again would only get the same answer; any other status
+// URL answer that cannot be kept is kNotReached (the question has no effect and is asked again).
 AnswerVerdict VerdictOnStatusAnswer(const Route& route, const UpstreamAnswer& answer);
 
 }  // namespace idem::gateway

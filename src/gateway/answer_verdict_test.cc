@@ -16,8 +16,8 @@ UpstreamAnswer Answered(int status, std::string body = "{}") {
   return {.response = std::move(r)};
 }
 
-UpstreamAnswer Failed(absl::Status status, bool head_received) {
-  return {.response = std::move(status), .head_received = head_received};
+UpstreamAnswer Failed(absl::Status status, bool head_received, int head_status = 0) {
+  return {.response = std::move(status), .head_received = head_received, .head_status = head_status};
 }
 
 TEST(VerdictOnAnswer, AFinalStatusIsRecordedTrimmedToWhatIsReplayed) {
@@ -80,9 +80,32 @@ TEST(VerdictOnStatusAnswer, AnyOtherStatusOrNoneIsAskedAgain) {
     EXPECT_EQ(VerdictOnStatusAnswer(route, Answered(status)).kind, Kind::kTransient) << status;
   EXPECT_EQ(VerdictOnStatusAnswer(route, Failed(absl::UnavailableError("x"), false)).kind,
             Kind::kNotReached);
-  // A question has no effect: an answer that cannot be kept is asked again, not recorded.
+  // A question has no effect: an answer that cannot be kept, whose head did not say the effect
+  // happened, is asked again, not recorded.
   EXPECT_EQ(VerdictOnStatusAnswer(route, Failed(absl::DataLossError("big"), true)).kind,
             Kind::kNotReached);
+  EXPECT_EQ(VerdictOnStatusAnswer(route, Failed(absl::DataLossError("big"), true, 503)).kind,
+            Kind::kNotReached);
+  EXPECT_EQ(VerdictOnStatusAnswer(route, Failed(absl::DataLossError("big"), true, 404)).kind,
+            Kind::kNotReached);
+}
+
+// The storm's sq-11-k118 and na-57255-k62: the status URL's 200 is as large as the request's own
+// answer was, so asking again gets it again for ever. It is recorded as the request's own answer
+// would be: exactly what VerdictOnAnswer records for it, the 502 upstream-answer-not-kept.
+TEST(VerdictOnStatusAnswer, ATwoHundredTooLargeToKeepIsWhatTheRequestsOwnAnswerWouldRecord) {
+  Route route;
+  route.recover = RecoverMode::kStatus;
+  route.recovered_status = 201;
+  const UpstreamAnswer big = Failed(absl::DataLossError("a body larger than the limit"), true, 200);
+  const AnswerVerdict status = VerdictOnStatusAnswer(route, big);
+  const AnswerVerdict own = VerdictOnAnswer(route, big);
+  EXPECT_EQ(status.kind, Kind::kNotKept);
+  EXPECT_EQ(status.stored.status, 502);
+  EXPECT_EQ(status.stored.status, own.stored.status);
+  EXPECT_EQ(status.stored.body, own.stored.body);
+  EXPECT_NE(status.stored.body.find("upstream-answer-not-kept"), std::string::npos)
+      << status.stored.body;
 }
 
 }  // namespace

@@ -143,7 +143,8 @@ class Completer {
     KeyOp op{.scope = scope, .fence = fence};
     switch (verdict.kind) {
       case AnswerVerdict::Kind::kNotKept:
-        // The re-send ran (its answer's head arrived): never sent again, as on a client's forward.
+        // The re-send ran (its answer's head arrived), or the status URL's 200 said the request
+        // had but is too large to keep: never sent again, as on a client's forward.
         spdlog::warn("recovery of key {}: the upstream's answer could not be kept ({}); recording "
                      "a 502",
                      LoggedKey(scope.key), verdict.why);

@@ -180,7 +180,8 @@ asio::awaitable<UpstreamAnswer> ForwardBuffered(UpstreamPool& pool,
     if (absl::IsCancelled(sent.response.status()))
       co_return UpstreamAnswer{.response = sent.response.status()};
     co_return UpstreamAnswer{.response = UpstreamError(sent.response.status(), pool.target, timeout),
-                             .head_received = sent.answer_head_received};
+                             .head_received = sent.answer_head_received,
+                             .head_status = sent.answer_head_status};
   }
   hc::Response& response = *sent.response;
   StoredResponse answer{.status = static_cast<int>(response.result_int()),
@@ -192,7 +193,8 @@ asio::awaitable<UpstreamAnswer> ForwardBuffered(UpstreamPool& pool,
             "the answer takes {} bytes, more than the idempotency store keeps for one key ({} "
             "bytes)",
             StoredResponseBytes(answer), pool.store_limit)),
-        .head_received = true};
+        .head_received = true,
+        .head_status = answer.status};
   }
   co_return UpstreamAnswer{.response = std::move(answer)};
 }

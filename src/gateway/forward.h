@@ -59,6 +59,9 @@ struct UpstreamAnswer {
   // On an error: the head of the upstream's final answer had arrived, so the upstream ran the
   // request (its body was then too large, cut off, malformed or too slow).
   bool head_received = false;
+  // On an error with head_received: the status that head gave (a status URL's 200 says the
+  // effect happened even when its answer could not be kept).
+  int head_status = 0;
 };
 
 // Sends `request` (its target is prefixed with the upstream's path prefix, Host set) and returns

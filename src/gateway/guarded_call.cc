@@ -284,20 +284,22 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
           request_id, LoggedKey(guarded.scope.key), claim.status.ToString(), ours->fence);
       // Whether this claim took a lapsed key over is not known: on a status route the status
       // URL is asked first (for a key that was new it answers 404, and the request is sent).
+      // The claim ran after `sent`, so its lease runs at least a lease past it.
+      Steady::time_point lease_end = sent + ctx.config.lease;
       if (ActionOnLapsedKey(route) == LapsedKeyAction::kAskStatus) {
-        std::optional<GuardedAnswer> settled =
-            co_await AskStatusOfTakenOverKey(ctx, pool, route, guarded, ours->fence, request);
+        std::optional<GuardedAnswer> settled = co_await AskStatusOfTakenOverKey(
+            ctx, pool, route, guarded, ours->fence, &lease_end, request);
         if (settled.has_value()) co_return *std::move(settled);
       }
-      // The claim ran after `sent`, so its lease runs at least a lease past it.
-      co_return co_await Execute(ctx, pool, route, guarded, ours->fence, sent + ctx.config.lease,
+      co_return co_await Execute(ctx, pool, route, guarded, ours->fence, lease_end,
                                  std::move(request));
     }
     if (!claim.status.ok()) co_return StoreFailure(claim.status, request_id);
     const ClaimDecision decision =
         DecideClaim(claim.claimed, claim.record, guarded.fingerprint, claim.now_ms);
     switch (decision.kind) {
-      case ClaimDecision::Kind::kForward:
+      case ClaimDecision::Kind::kForward: {
+        Steady::time_point lease_end = LeaseEndOf(sent, claim.lease_until_ms, claim.now_ms);
         if (claim.taken_over) {
           spdlog::info("{} took over key {} (fence {}): its earlier holder's lease lapsed",
                        request_id, LoggedKey(guarded.scope.key), claim.record.fence);
@@ -305,13 +307,13 @@ asio::awaitable<GuardedAnswer> RunGuarded(GatewayContext& ctx, UpstreamPool& poo
           // settles the key (lapsed_key.h); it is sent again only if that says it never ran.
           if (ActionOnLapsedKey(route) == LapsedKeyAction::kAskStatus) {
             std::optional<GuardedAnswer> settled = co_await AskStatusOfTakenOverKey(
-                ctx, pool, route, guarded, claim.record.fence, request);
+                ctx, pool, route, guarded, claim.record.fence, &lease_end, request);
             if (settled.has_value()) co_return *std::move(settled);
           }
         }
-        co_return co_await Execute(ctx, pool, route, guarded, claim.record.fence,
-                                   LeaseEndOf(sent, claim.lease_until_ms, claim.now_ms),
+        co_return co_await Execute(ctx, pool, route, guarded, claim.record.fence, lease_end,
                                    std::move(request));
+      }
       case ClaimDecision::Kind::kReplay:
         CacheRecord(ctx, guarded.scope, claim.record);
         co_return GuardedAnswer{ReplayResponse(claim.record.response), Decision::kReplayed};

@@ -23,12 +23,7 @@ void Forget(GatewayContext& ctx, uint64_t ticket) {
   ctx.metrics.keys_in_flight.fetch_sub(1, std::memory_order_relaxed);
 }
 
-// What is written for an upstream's answer, and what the client gets once it is.
-struct Plan {
-  KeyOp::Kind kind = KeyOp::Kind::kRelease;
-  StoredResponse stored;  // kComplete, kFailFinal
-  GuardedAnswer answer;
-};
+using Plan = OutcomePlan;
 
 // The upstream answer's verdict (VerdictOnAnswer, the rule the completer's re-send follows too)
 // and the client's answer under it.
@@ -42,6 +37,9 @@ Plan PlanFor(const Route& route, const Scope& scope, UpstreamAnswer upstream) {
               .stored = std::move(verdict.stored),
               .answer = {*std::move(upstream.response), Decision::kExecuted}};
     case AnswerVerdict::Kind::kTransient:
+      // A transient head whose answer was then lost: the key is released, the client gets the
+      // upstream's failure as a problem (504 too slow, 502 cut off), as with no answer at all.
+      if (!upstream.response.ok()) break;
       return {.answer = {*std::move(upstream.response), Decision::kTransient}};
     case AnswerVerdict::Kind::kNotKept: {
       // Releasing the key would run the request again on the next retry: its failure is the
@@ -119,7 +117,14 @@ GuardedAnswer LostKeyAnswer(GatewayContext& ctx, const Scope& scope, uint64_t ti
 asio::awaitable<GuardedAnswer> RecordOutcome(GatewayContext& ctx, const Route& route,
                                              const GuardedRequest& guarded, uint64_t ticket,
                                              int64_t fence, UpstreamAnswer upstream) {
+  // GCC 12 miscompiles aggregate temporaries inside co_await expressions: named first.
   Plan plan = PlanFor(route, guarded.scope, std::move(upstream));
+  co_return co_await RecordPlannedOutcome(ctx, guarded, ticket, fence, std::move(plan));
+}
+
+asio::awaitable<GuardedAnswer> RecordPlannedOutcome(GatewayContext& ctx,
+                                                    const GuardedRequest& guarded, uint64_t ticket,
+                                                    int64_t fence, OutcomePlan plan) {
   const bool release = plan.kind == KeyOp::Kind::kRelease;
   ctx.in_flight.StopRenewing(ticket, release);
   const int64_t written_from = ctx.cache.NowMillis();

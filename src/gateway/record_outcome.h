@@ -27,6 +27,22 @@ asio::awaitable<GuardedAnswer> RecordOutcome(GatewayContext& ctx, const Route& r
                                              const GuardedRequest& guarded, uint64_t ticket,
                                              int64_t fence, UpstreamAnswer upstream);
 
+// What is written for a held key (a release, or an outcome) and what its client gets once it is.
+struct OutcomePlan {
+  KeyOp::Kind kind = KeyOp::Kind::kRelease;
+  StoredResponse stored;  // kComplete, kFailFinal
+  GuardedAnswer answer;
+};
+
+// Writes `plan` for the key held under `ticket` with `fence` as RecordOutcome does (an outcome
+// the store does not take at once is kept, retried and the key heartbeated meanwhile; one it
+// refuses for ever is replaced by the 502 upstream-answer-not-kept), forgets the key once that
+// write settles, and returns the client's answer. Whoever holds a key records through here: a
+// forward's answer (RecordOutcome) and a status URL's after a takeover (status_takeover.h).
+asio::awaitable<GuardedAnswer> RecordPlannedOutcome(GatewayContext& ctx,
+                                                    const GuardedRequest& guarded, uint64_t ticket,
+                                                    int64_t fence, OutcomePlan plan);
+
 // Forgets the key held under `ticket` without writing anything (its fence moved) and returns the
 // 503 outcome-not-recorded answer saying so.
 GuardedAnswer LostKeyAnswer(GatewayContext& ctx, const Scope& scope, uint64_t ticket,

@@ -162,6 +162,7 @@ class SendOp final : public std::enable_shared_from_this<SendOp> {
                                  ec != asio::error::operation_aborted;
     conn_ = PooledConnection();  // closes it: its state is unknown
     result_.answer_head_received = reply.head_received;
+    result_.answer_head_status = reply.head_status;
     if (cancelled_) return Finish(absl::CancelledError("the request was cancelled"), true);
     // Only a request none of whose bytes left is surely unseen by the server: one it read and
     // dropped unanswered may have had its effect, and is sent again only as options_.resend says.

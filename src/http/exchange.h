@@ -77,6 +77,7 @@ struct ExchangeReply {
   bool any_written = false;
   bool answer_started = false;  // some bytes of an answer arrived (even on error)
   bool head_received = false;   // the head of the final (non-1xx) answer arrived (even on error)
+  int head_status = 0;          // that head's status, when it arrived
 };
 
 // Writes `request` (sent as is: set Host and Content-Length first, e.g. prepare_payload()) and
@@ -129,6 +130,9 @@ struct SendResult {
   // On an error: the head of the final (non-1xx) answer had arrived before it (the server ran
   // the request; its body was too large, cut off or too slow).
   bool answer_head_received = false;
+  // That head's status (0 when none arrived): a status URL's 200 whose body was too large still
+  // says the effect happened.
+  int answer_head_status = 0;
 };
 
 // Sends `request` through `pool`. Sets Host (from the pool's origin) when the request has none.
@@ -208,6 +212,7 @@ class ExchangeOp {
         st_->interim > 0 || st_->buffer.size() > 0 || (st_->parser && st_->parser->got_some());
     reply.head_received = st_->parser && st_->parser->is_header_done() &&
                           st_->parser->get().result_int() / 100 != 1;
+    if (reply.head_received) reply.head_status = static_cast<int>(st_->parser->get().result_int());
     if (!ec) {
       reply.keep_alive = st_->parser->keep_alive() && request_.keep_alive() &&
                          st_->buffer.size() == 0 && !st_->write_cut;

@@ -220,6 +220,62 @@ TEST_F(LapsedKeyRulesE2E, CompleterResendWhoseAnswerHeadArrivedButIsTooLargeReco
   EXPECT_EQ(upstream.requests(), 2);
 }
 
+// The storm's sq-11-k118 (SQLite, seed 11) and na-57255-k62 (JetStream): the request's answer is
+// larger than the store keeps, and the gateway forwarding it is gone before recording its 502.
+// Three clients retry together; the one that takes the key over asks the status URL, whose 200 is
+// as large. It records what the live path records for such an answer (the 502
+// upstream-answer-not-kept), once: every client gets that one answer, the request ran once and the
+// status URL was asked once (it used to be asked again and again, each takeover left unsettled).
+TEST_F(LapsedKeyRulesE2E, StatusRouteATakeoverWhoseStatusAnswerIsTooLargeRecordsThe502Once) {
+  std::atomic<int> posts{0}, asks{0};
+  std::promise<void> killed_promise;
+  std::shared_future<void> killed = killed_promise.get_future().share();
+  const std::string huge((16 << 20) + 1, 'x');
+  ScriptedUpstream upstream([&](const std::string& head) {
+    if (head.starts_with("POST ")) {
+      ++posts;
+      killed.wait_for(std::chrono::seconds(20));
+      return Reply{ScriptedUpstream::Answer("201 Created", huge)};
+    }
+    ++asks;
+    return Reply{ScriptedUpstream::Answer("200 OK", huge)};
+  });
+  // Destroyed before the upstream: a request still waiting for the kill is let go.
+  std::promise<void> kill_signal = std::move(killed_promise);
+  const std::string config = Config(R"(
+lease = "3s"
+upstream_timeout = "2s"
+recover_interval = "60s"
+
+[[route]]
+path_prefix = "/pay"
+recover = "status"
+status_url = "/by-key/{key}"
+recovered_status = 201
+)");
+  StartGateway({"--config", config}, upstream.Url());
+  Other b = StartOther(config, upstream.Url());
+  SendThenKill({"huge-1"}, "/pay", {}, [&] { return posts.load() == 1; });
+  kill_signal.set_value();
+  std::vector<Response> answers(3);
+  std::vector<std::thread> clients;
+  for (Response& answer : answers)
+    clients.emplace_back([&] { answer = RetryUntilNot409(b, "huge-1", "/pay"); });
+  for (std::thread& t : clients) t.join();
+  for (const Response& r : answers) {
+    ExpectProblem(r, 502);
+    EXPECT_NE(r.body.find("upstream-answer-not-kept"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body, answers[0].body);
+  }
+  const Response again = PostTo(b, "huge-1", "/pay");
+  ExpectProblem(again, 502);
+  EXPECT_EQ(again.Header("Idempotent-Replayed"), "true");
+  EXPECT_EQ(again.body, answers[0].body);
+  EXPECT_EQ(posts.load(), 1);
+  EXPECT_EQ(asks.load(), 1) << ReadFile(b.log);
+  EXPECT_EQ(Recovered(b, "failed_final"), 1);
+}
+
 // Item 6: the status_url has a typo (its path answers 404); ten keys lapse; after the first ask,
 // while the pass waits for that answer, the operator reloads with the right URL. The other nine
 // keys are asked at the right one and recorded; only the first was asked at the typo (and
