@@ -24,6 +24,15 @@ AnswerVerdict VerdictOnAnswer(const Route& route, const UpstreamAnswer& answer) 
   }
   if (!answer.head_received)
     return {.kind = AnswerVerdict::Kind::kNotReached, .why = answer.response.status().ToString()};
+  // A head with a transient status (500, 503, 429...) says what the whole answer would have: the
+  // upstream did not finish the request, so the key is released as for that answer, though its
+  // body was lost (too slow, cut off). Recording the 502 would refuse every retry for ever.
+  if (answer.head_status != 0 &&
+      ClassifyOutcome(route, answer.head_status) == OutcomeClass::kTransient)
+    return {.kind = AnswerVerdict::Kind::kTransient,
+            .why = fmt::format("the upstream answered {}, a transient status, whose answer could "
+                               "not be read: {}",
+                               answer.head_status, answer.response.status().ToString())};
   // The upstream ran the request: sending it again (a release, a re-send) would run it twice.
   return {.kind = AnswerVerdict::Kind::kNotKept,
           .stored = AnswerNotKeptResponse(

@@ -56,6 +56,31 @@ TEST_F(BrokenUpstreamE2E, AnAnswerLargerThanTheLimitIs502RecordedAndRetriesGetIt
   EXPECT_EQ(upstream.requests(), 1);
 }
 
+// The storm's po-4242-k4: a 500's head reached the gateway just before --upstream-timeout and its
+// body after it. The head says the upstream did not finish the request, as the whole 500 would
+// have: the key is released (the client gets the 504) and the retry runs, where a 502
+// upstream-answer-not-kept recorded for it would refuse every retry for ever.
+TEST_F(BrokenUpstreamE2E, ATransientHeadWhoseBodyIsTooSlowReleasesTheKeyAndTheRetryRuns) {
+  std::atomic<int> seen{0};
+  ScriptedUpstream upstream([&](const std::string&) {
+    if (seen++ == 0)  // a head promising 64 bytes, 2 of them sent: the rest never comes
+      return Reply{"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+                   "Content-Length: 64\r\n\r\n{\""};
+    return Reply{ScriptedUpstream::Answer("201 Created", "{\"ran\":true}")};
+  });
+  StartGateway({"--upstream-timeout", "1s", "--lease", "10s"}, upstream.Url());
+  const Response slow = Post("order-slow-500");
+  ExpectProblem(slow, 504);
+  EXPECT_EQ(slow.body.find("upstream-answer-not-kept"), std::string::npos) << slow.body;
+  EXPECT_EQ(slow.Header("Idempotent-Replayed"), "");
+  EXPECT_EQ(Metric("idem_keys_in_flight"), 0);
+  const Response retry = Post("order-slow-500");
+  EXPECT_EQ(retry.status, 201) << retry.body;
+  EXPECT_EQ(retry.body, "{\"ran\":true}");
+  EXPECT_EQ(retry.Header("Idempotent-Replayed"), "");
+  EXPECT_EQ(upstream.requests(), 2);
+}
+
 TEST_F(BrokenUpstreamE2E, UpstreamAnsweringGarbageIs502NotStoredKeyReleased) {
   StartGateway();
   const Response bad = Post("order-g", kBody, {{"X-Charges-Break", "garbage"}});
