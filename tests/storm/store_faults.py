@@ -129,6 +129,12 @@ class StoreFaults:
         kinds = self.KINDS.get(plan.store, [])
         if plan.store == "sqlite" and not getattr(store, "mounted", False):
             kinds = []
+        if plan.store == "nats" and not plan.long_profile:
+            # Step-downs are drawn in the long profile only: after one, a lagging replica that
+            # became the stream's leader stalled every write for ~5 s, and the checker counts a
+            # store outage by the drawn fault's length (0.4 s), not by the stall (seed 110339,
+            # FINDINGS.md); the short profile is CI's and must fail only on idem's faults.
+            kinds = []
         r = rng_for(plan.seed, plan.store, "store-faults")
         t = r.uniform(3.0, 8.0)
         while kinds and t < plan.seconds - 3:
