@@ -317,8 +317,11 @@ class StoreTransaction : public Transaction {
   // unknown (the connection was lost while COMMIT was under way; the message says "outcome is
   // unknown"): it may have committed, so look the key up, or retry with the same key, which
   // replays the outcome if it did; Internal when the transaction had failed (a statement failed
-  // and was not rolled back to a savepoint) or was already ended. A borrowed transaction
-  // (idem/borrowed_transaction.h) is ended by its owner: FailedPrecondition, nothing done.
+  // and was not rolled back to a savepoint) or was already ended; Aborted when an outcome that
+  // Finish sent with the commit (PostgreSQL sends it then, in one round trip) found the claimed
+  // record changed by the transaction's own SQL in a way the store could not see (a view or a
+  // trigger): nothing was committed. A borrowed transaction (idem/borrowed_transaction.h) is
+  // ended by its owner: FailedPrecondition, nothing done.
   virtual absl::Status Commit() = 0;
   // Rolls back. Safe to call more than once. A borrowed transaction: FailedPrecondition, as Commit.
   virtual absl::Status Rollback() = 0;
