@@ -59,7 +59,27 @@ def config_toml(plan, flip_in_flight=False, recover=True):
     return "\n".join(out)
 
 
-class Gateway:
+class ChildProcess:
+    """A process the storm starts and the nemesis signals (a gateway, a library worker): `proc`
+    is its subprocess.Popen, None before its first start."""
+
+    proc = None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig):
+        if self.alive():
+            self.proc.send_signal(sig)
+
+    def kill(self):
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait()
+
+
+class Gateway(ChildProcess):
     def __init__(self, idem, name, plan, store_uri, upstream_port, work, cache_off, recover=True,
                  netns=None):
         self.idem = idem
@@ -150,19 +170,6 @@ class Gateway:
                 pass
             time.sleep(0.05)
         raise RuntimeError("%s did not answer /healthz within 60 s; see %s" % (self.name, self.log))
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def signal(self, sig):
-        if self.alive():
-            self.proc.send_signal(sig)
-
-    def kill(self):
-        self.signal(signal.SIGCONT)
-        self.signal(signal.SIGKILL)
-        if self.proc is not None:
-            self.proc.wait()
 
     def terminate(self, timeout=30):
         """SIGTERM: a drain; returns the exit status (SIGKILL after `timeout`)."""

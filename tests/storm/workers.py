@@ -22,6 +22,7 @@ import subprocess
 import threading
 import time
 
+from cluster import ChildProcess
 from plan import rng_for
 
 RETRYABLE_TYPES = {"key-in-flight", "store-unavailable", "outcome-not-recorded",
@@ -84,7 +85,7 @@ class WorkerKey:
                           sort_keys=True)
 
 
-class WorkerProcess:
+class WorkerProcess(ChildProcess):
     """One idem-storm-worker: request lines on its stdin, answer lines on its stdout."""
 
     def __init__(self, program, name, mode, store_uri, upstream_port, run, work):
@@ -159,19 +160,9 @@ class WorkerProcess:
         done.wait(timeout)
         return entry["result"]
 
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
     def signal(self, sig):
-        with self.lock:
-            if self.alive():
-                self.proc.send_signal(sig)
-
-    def kill(self):
-        self.signal(signal.SIGCONT)
-        self.signal(signal.SIGKILL)
-        if self.proc is not None:
-            self.proc.wait()
+        with self.lock:  # not while start() replaces the process
+            super().signal(sig)
 
     def finish(self, timeout=30):
         """Ends its input; returns its exit status once the requests under way are answered."""
