@@ -116,11 +116,11 @@ class Gateway(ChildProcess):
             cmd += ["--cache-bytes", "0"]
         return cmd
 
-    def start(self, clock_offset=None):
+    def start(self, clock_offset=None, heal_wait=60):
         """Starts the gateway. One that exits at once because its store is still healing from a
-        fault (a JetStream quorum electing its leaders again) is started again, for a minute at
-        most: idem serve refuses to start on a store it cannot open."""
-        healed_by = time.monotonic() + 60
+        fault (a JetStream quorum electing its leaders again) is started again, for `heal_wait`
+        seconds at most: idem serve refuses to start on a store it cannot open."""
+        healed_by = time.monotonic() + heal_wait
         while True:
             try:
                 return self.start_once(clock_offset)

@@ -20,6 +20,7 @@ class Nemesis:
         self.flipped = [False] * len(gateways)
         self.counts = {}
         self.problems = []  # what went wrong with the processes themselves (violations)
+        self.unstarted = set()  # gateways whose restart failed: started again at the next check
         # Held while a fault is under way: store_faults.py's faults wait for it (one at a time).
         self.busy = threading.Lock()
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -59,12 +60,26 @@ class Nemesis:
     def check_gateways(self):
         """A gateway that exited without the nemesis killing it crashed: a violation; restart it."""
         for g in self.gateways:
-            if not g.alive() and g.proc is not None:
+            if g.name in self.unstarted:
+                self.restart(g)
+            elif not g.alive() and g.proc is not None:
                 code = g.proc.returncode
                 self.problems.append("gateway %s exited by itself with status %s (see %s)" %
                                      (g.name, code, g.log))
                 self.history.record("gateway_exit", gw=g.name, status=code)
-                g.start()
+                self.restart(g)
+
+    def restart(self, g, clock_offset=None):
+        """Starts a gateway the nemesis finds down; one that cannot start (its store still
+        healing after Gateway.start's wait) is named, and tried again at the next fault,
+        instead of ending the nemesis's thread and with it every later fault."""
+        self.unstarted.discard(g.name)
+        try:
+            g.start(clock_offset=clock_offset)
+        except Exception as error:
+            self.unstarted.add(g.name)
+            self.problems.append("gateway %s could not be started again: %s" % (g.name, error))
+            self.history.record("gateway_down", gw=g.name, error=str(error))
 
     def sleep(self, seconds):
         time.sleep(seconds)
@@ -76,7 +91,7 @@ class Nemesis:
         if kind == "gw_kill":
             g.kill()
             self.sleep(d)
-            g.start()
+            self.restart(g)
             return "killed for %.1fs" % d
         if kind in ("gw_stop_short", "gw_stop_long"):
             g.signal(signal.SIGSTOP)
@@ -85,7 +100,7 @@ class Nemesis:
             return "stopped for %.1fs (lease %.1fs)" % (d, self.plan.lease)
         if kind == "gw_term":
             status = g.terminate()
-            g.start()
+            self.restart(g)
             if status != 0:
                 self.problems.append("gateway %s drained (SIGTERM) with exit status %s, not 0" %
                                      (g.name, status))
@@ -107,7 +122,7 @@ class Nemesis:
             return line
         if kind == "gw_clock":
             g.terminate()
-            g.start(clock_offset=fault["clock"])
+            self.restart(g, clock_offset=fault["clock"])
             return "restarted with its wall clock %+.1fs off" % fault["clock"]
         if kind.startswith("sqlite_lock"):
             self.store.hold_write_lock(d)

@@ -186,7 +186,9 @@ def run_store(args, name, out):
                                 (g.name, status))
         final = Gateway(args.idem, "final", plan, store.uri, upstream.port, work, True,
                         recover=False)
-        final.start()  # again until the store answers, if it is still healing (Gateway.start)
+        # Again until the store answers, if it is still healing (Gateway.start): a JetStream
+        # cluster after a long-profile quorum loss has taken over a minute.
+        final.start(heal_wait=180)
         deadline = history.now() + 3 * plan.lease + 15
         threads = []
         keys = list(load.keys)
