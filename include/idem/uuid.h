@@ -89,9 +89,10 @@ class UuidV7Generator final {
 // random bits from the operating system; a child process after fork() gets its own generator).
 std::string NewUuidV7();
 
-// Returns 128 bits from the operating system's random source as 32 lowercase hex digits: a
-// claim's nonce (LeaseWrite::claim_nonce), unique to one claim attempt and not derivable from
-// anything a client sends or an operator configures.
+// Returns a claim's nonce (LeaseWrite::claim_nonce) as 32 lowercase hex digits: 64 bits the
+// calling thread drew from the operating system's random source (again after a fork), then a
+// per-thread counter. Unique to one claim attempt and not derivable from anything a client sends
+// or an operator configures; one system call per thread, not per claim.
 std::string NewClaimNonce();
 
 }  // namespace idem

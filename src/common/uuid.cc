@@ -1,14 +1,18 @@
 #include "idem/uuid.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <span>
 
@@ -145,15 +149,48 @@ std::string NewUuidV7() {
   return generator->Next().ToString();
 }
 
+namespace {
+
+// Bumped in every child a fork makes: a thread's nonce state inherited across fork() is drawn
+// again, so parent and child never hand out the same nonces.
+std::atomic<std::uint64_t> fork_generation{1};
+
+void CountForks() {
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    pthread_atfork(nullptr, nullptr,
+                   [] { fork_generation.fetch_add(1, std::memory_order_relaxed); });
+  });
+}
+
+}  // namespace
+
+// One getrandom per thread (and again after a fork), not per claim: 64 random bits drawn for
+// the thread, then a counter. Two attempts share a nonce only if two threads drew the same 64
+// bits; nothing in it comes from a client or an operator, and a claim's nonce is never shown to
+// either.
 std::string NewClaimNonce() {
+  struct State {
+    std::uint64_t generation = 0;
+    std::uint64_t prefix = 0;
+    std::uint64_t counter = 0;
+  };
+  thread_local State state;
+  const std::uint64_t generation = fork_generation.load(std::memory_order_relaxed);
+  if (state.generation != generation) {
+    CountForks();
+    std::array<std::uint8_t, 16> bytes;
+    FillFromOs(bytes);
+    std::memcpy(&state.prefix, bytes.data(), sizeof(state.prefix));
+    std::memcpy(&state.counter, bytes.data() + 8, sizeof(state.counter));
+    state.generation = generation;
+  }
+  ++state.counter;
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::array<std::uint8_t, 16> bytes;
-  FillFromOs(bytes);
-  std::string text;
-  text.reserve(2 * bytes.size());
-  for (std::uint8_t byte : bytes) {
-    text.push_back(kDigits[byte >> 4]);
-    text.push_back(kDigits[byte & 0xF]);
+  std::string text(32, '0');
+  for (int i = 0; i < 16; ++i) {
+    text[15 - i] = kDigits[(state.prefix >> (4 * i)) & 0xF];
+    text[31 - i] = kDigits[(state.counter >> (4 * i)) & 0xF];
   }
   return text;
 }

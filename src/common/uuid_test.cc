@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <set>
 #include <thread>
 #include <vector>
@@ -21,6 +24,7 @@ class UuidV7GeneratorTestPeer {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
 
 constexpr std::int64_t kRfcExampleMillis = 0x017F22E279B0;  // RFC 9562 Appendix A.6
 
@@ -206,6 +210,56 @@ TEST(ParseUuid, RejectsWrongLengthHyphensAndNonHex) {
               HasSubstr("non-hex character 'g' at position 35"));
   EXPECT_EQ(ParseUuid("017f22e279b07cc398c4dc0c0c07398f").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ClaimNonce, ThirtyTwoHexDigitsNeverRepeatedInAThreadOrAcrossThreads) {
+  std::vector<std::vector<std::string>> drawn(4);
+  std::vector<std::thread> threads;
+  for (auto& mine : drawn) {
+    threads.emplace_back([&mine] {
+      for (int i = 0; i < 1000; ++i) mine.push_back(NewClaimNonce());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::set<std::string> seen;
+  for (const auto& mine : drawn) {
+    for (const std::string& nonce : mine) {
+      ASSERT_THAT(nonce, MatchesRegex("[0-9a-f]{32}"));
+      EXPECT_TRUE(seen.insert(nonce).second) << nonce << " drawn twice";
+    }
+  }
+  EXPECT_EQ(seen.size(), 4000u);
+}
+
+TEST(ClaimNonce, AForkedChildDrawsItsOwnNotTheParentsNext) {
+  const std::string before = NewClaimNonce();
+  int pipe_ends[2];
+  ASSERT_EQ(pipe(pipe_ends), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string nonce = NewClaimNonce();
+    const ssize_t wrote = write(pipe_ends[1], nonce.data(), nonce.size());
+    _exit(wrote == static_cast<ssize_t>(nonce.size()) ? 0 : 1);
+  }
+  close(pipe_ends[1]);
+  char buffer[32];
+  ssize_t got = 0;
+  while (got < 32) {
+    const ssize_t n = read(pipe_ends[0], buffer + got, sizeof(buffer) - static_cast<size_t>(got));
+    if (n <= 0) break;
+    got += n;
+  }
+  close(pipe_ends[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_EQ(got, 32);
+  const std::string in_child(buffer, 32);
+  const std::string parents_next = NewClaimNonce();
+  // The child's 64 thread bits are drawn again: neither the parent's next nonce nor its prefix.
+  EXPECT_NE(in_child, parents_next);
+  EXPECT_NE(in_child.substr(0, 16), before.substr(0, 16));
+  EXPECT_EQ(parents_next.substr(0, 16), before.substr(0, 16));
 }
 
 }  // namespace
