@@ -174,6 +174,26 @@ class CheckerTest(unittest.TestCase):
                       fault("net_store_long", 1.2, 4.0, gw="g2"))
         self.assertEqual(len(taker.violations), 1)
 
+    def test_store_faults_back_to_back_are_one_outage_faults_apart_are_not(self):
+        # The storm's sq-61203-k297: a full disk 2.4 s, the write lock 1.8 s, then 2.0 s, one
+        # after the other; each is shorter than half the lease (4 s here: 1.5 s each), together
+        # 4.5 s.
+        def rerun(*faults):
+            return check(key(), run_(1, 1.0), run_(2, 7.0), answer(2), replays(2), *faults)
+        together = rerun(fault("sqlite_full_short", 1.5, 3.0, gw="-"),
+                         fault("sqlite_lock_short", 3.0, 4.5),
+                         fault("sqlite_lock_short", 4.6, 6.0))
+        self.assertEqual(together.violations, [])
+        self.assertIn("the store was out 4.5s (sqlite_full_short, sqlite_lock_short, "
+                      "sqlite_lock_short", together.allowed[0][1])
+        apart = rerun(fault("sqlite_full_short", 1.5, 3.0, gw="-"),
+                      fault("sqlite_lock_short", 4.0, 5.5))
+        self.assertEqual(len(apart.violations), 1)
+        status = check(key(recover="status"), run_(1, 1.0), run_(2, 7.0), answer(2), replays(2),
+                       fault("sqlite_full_short", 1.5, 3.0, gw="-"),
+                       fault("sqlite_lock_short", 3.0, 4.5))
+        self.assertEqual(len(status.violations), 1)
+
     def test_the_gateways_own_504_releases_the_key(self):
         failure = {"ev": "upstream_failure", "gw": "g1", "xrid": "rid-k1-c0-a1-x", "status": 504,
                    "at": 3.0, "start": 0.9, "t": 60.0}
