@@ -233,7 +233,10 @@ alive() {
 
 # heal: every node running and answering again: a paused node is resumed, a killed one started
 # (a test that failed half-way through a fault leaves the cluster as it was then; the next test
-# starts from a whole cluster instead of failing for the same reason).
+# starts from a whole cluster instead of failing for the same reason). Every node is resumed or
+# started first, and only then waited for: a lone survivor of a quorum loss answers /healthz only
+# once the others are back (it has no meta leader), so waiting for it before starting them never
+# ended (the storm's seeds 191079 and 20261203 on JetStream).
 heal() {
   local i dir pid ports
   read -r -a ports <<<"$IDEM_NATS_HTTP_PORTS"
@@ -243,9 +246,13 @@ heal() {
     kill -CONT "$pid" 2>/dev/null || true
     if ! alive "$pid"; then
       echo "nats-fixture: node $i was down: starting it" >&2
-      start_node "$i"
-    elif ! wait_ready "$dir" "${ports[$((i - 1))]}"; then
-      echo "nats-fixture: node $i runs but does not answer" >&2
+      launch "$dir"
+    fi
+  done
+  for ((i = 1; i <= IDEM_NATS_NODES; i++)); do
+    dir=$IDEM_NATS_ROOT/n$i
+    if ! wait_ready "$dir" "${ports[$((i - 1))]}"; then
+      echo "nats-fixture: node $i does not answer" >&2
       log_tail "$dir/server.log"
       exit 1
     fi
