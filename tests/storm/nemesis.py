@@ -72,14 +72,18 @@ class Nemesis:
     def restart(self, g, clock_offset=None):
         """Starts a gateway the nemesis finds down; one that cannot start (its store still
         healing after Gateway.start's wait) is named, and tried again at the next fault,
-        instead of ending the nemesis's thread and with it every later fault."""
-        self.unstarted.discard(g.name)
+        instead of ending the nemesis's thread and with it every later fault. The problem is
+        named once per outage, not again at every fault it lasts through."""
         try:
             g.start(clock_offset=clock_offset)
         except Exception as error:
+            if g.name not in self.unstarted:
+                self.problems.append("gateway %s could not be started again: %s" %
+                                     (g.name, error))
             self.unstarted.add(g.name)
-            self.problems.append("gateway %s could not be started again: %s" % (g.name, error))
             self.history.record("gateway_down", gw=g.name, error=str(error))
+            return
+        self.unstarted.discard(g.name)
 
     def sleep(self, seconds):
         time.sleep(seconds)
