@@ -27,7 +27,9 @@
 # error). Servers run with a max payload of 8 MiB (stored responses travel in one message), or
 # IDEM_NATS_MAX_PAYLOAD (e.g. 64KB, for the relay's test of a message over it). On failure it
 # prints why (the log's tail) and exits non-zero. Needs nats-server (Debian package
-# 'nats-server', or IDEM_NATS_SERVER=/path) and curl; no terminal.
+# 'nats-server', or IDEM_NATS_SERVER=/path) and curl; no terminal. IDEM_NATS_SYNC=always writes
+# `sync_interval: always` into the jetstream block (every write fsynced before it is acknowledged;
+# nats-server 2.10 and later, which scripts/fetch-nats-server.sh gets from Debian 13).
 set -euo pipefail
 
 cmd=${1:-}
@@ -71,7 +73,9 @@ write_config() {
     echo "max_payload: ${IDEM_NATS_MAX_PAYLOAD:-8MB}"
     echo "pid_file: \"$dir/server.pid\""
     if [[ "${IDEM_NATS_JETSTREAM:-on}" != off ]]; then
-      echo "jetstream { store_dir: \"$dir/store\", max_memory_store: 256MB, max_file_store: 4GB }"
+      local sync=""
+      if [[ -n "${IDEM_NATS_SYNC:-}" ]]; then sync=", sync_interval: ${IDEM_NATS_SYNC}"; fi
+      echo "jetstream { store_dir: \"$dir/store\", max_memory_store: 256MB, max_file_store: 4GB$sync }"
     fi
     if ((nodes > 1)); then
       echo "cluster {"

@@ -5,13 +5,17 @@
 #
 #   bash scripts/storm.sh [--seed N] [--minutes M] [--stores sqlite,postgres,nats]
 #                         [--profile short|long] [--idem PATH] [--worker PATH]
+#                         [--nats-server PATH]
 #
 # --profile short (the default; CI) runs about a minute per store, --profile long 20 minutes per
 # store (a developer's machine, nightly). --minutes sets the minutes of load and faults per store.
 # Without --idem it uses build/dev's idem, building it (through the shared build lock) when it is
 # missing. A failing run prints its seed, keeps its history (JSON lines) and prints the command
 # that replays the same schedule; exit status 1. Needs python3, and for the server stores what
-# scripts/pg-fixture.sh and scripts/nats-fixture.sh need.
+# scripts/pg-fixture.sh and scripts/nats-fixture.sh need. --nats-server runs the JetStream
+# cluster on that nats-server (the fixture's IDEM_NATS_SERVER); on 2.10 or later every write is
+# fsynced (sync_interval: always) and an acknowledged write the store then lacks is a violation.
+# scripts/fetch-nats-server.sh gets Debian 13's 2.10 without installing it.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 idem=""
@@ -23,6 +27,8 @@ while (($#)); do
     --idem=*) idem=${1#--idem=}; shift ;;
     --worker) worker=$2; shift 2 ;;
     --worker=*) worker=${1#--worker=}; shift ;;
+    --nats-server) export IDEM_NATS_SERVER=$2; shift 2 ;;
+    --nats-server=*) export IDEM_NATS_SERVER=${1#--nats-server=}; shift ;;
     *) args+=("$1"); shift ;;
   esac
 done

@@ -314,9 +314,21 @@ class CheckerTest(unittest.TestCase):
         self.assertNotIn("store lost", checker.summary(v, 1, {}))
 
 
-def on_nats(*records):
-    return checker.check([dict(RUN, store="nats")] + [r for rs in records for r in
-                                                      (rs if isinstance(rs, list) else [rs])])
+    def test_a_lost_outcome_is_a_violation_when_the_servers_fsync_every_write(self):
+        # nats-server 2.10 with sync_interval: always keeps what it acknowledged through a
+        # SIGKILL, so the kill explains nothing: the same history as above is a violation.
+        gone = [{"ev": "replay", "key": "k1", "n": n, "status": 503, "body": "x",
+                 "replayed": None, "unrecorded": True, "t": 50.0 + n} for n in (1, 2)]
+        kill = fault("nats_kill", 8.25, 10.0, gw="g2")
+        v = on_nats(key(), run_(46, 7.42), answer(46, t=7.43), gone, kill, sync="always")
+        self.assertEqual(v.store_lost, [])
+        self.assertTrue(any("got 201 46 but the store has no answer for the key" in text
+                            for _, text in v.violations))
+
+
+def on_nats(*records, sync=None):
+    return checker.check([dict(RUN, store="nats", nats_sync=sync)] +
+                         [r for rs in records for r in (rs if isinstance(rs, list) else [rs])])
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import checker
 import history as history_mod
 import netns
 from clients import Load, digest, post, problem_type, request_headers, upstream_fields
-from cluster import Gateway, NatsStore, PostgresStore
+from cluster import Gateway, NatsStore, PostgresStore, nats_server_setup
 from nemesis import Nemesis
 from store_faults import DiskSqliteStore, StoreFaults
 from plan import RunPlan
@@ -33,12 +33,12 @@ PROFILES = {"short": 0.6, "long": 20.0}  # minutes of clients and faults per sto
 STORES = ["sqlite", "postgres", "nats"]
 
 
-def open_store(name, work, seed):
+def open_store(name, work, seed, setup):
     if name == "sqlite":
         return DiskSqliteStore(work)  # on a tmpfs of its own, for the full disk
     if name == "postgres":
         return PostgresStore(work)
-    return NatsStore(work, seed)
+    return NatsStore(work, seed, setup)
 
 
 def replay_key(plan, key, gateway, history, deadline):
@@ -126,17 +126,24 @@ def run_store(args, name, out):
     work = tempfile.mkdtemp(prefix="idem-storm-%s-" % name)
     path = os.path.join(work, "history.jsonl")
     history = history_mod.History(path)
+    setup = nats_server_setup() if name == "nats" else {}
     history.record("run", seed=args.seed, store=name, lease=plan.lease,
                    upstream_timeout=plan.upstream_timeout, gateways=plan.gateways,
                    tenants=plan.tenants, routes=plan.routes, faults=plan.faults,
                    recover_interval=plan.recover_interval, seconds=plan.seconds,
-                   drain_timeout=plan.drain_timeout)
+                   drain_timeout=plan.drain_timeout, **setup)
     print("storm [%s]: %d gateway(s), lease %.0fs, drain %.0fs, tenants %s, %d faults drawn, "
           "%.0fs of load; work in %s" % (name, plan.gateways, plan.lease, plan.drain_timeout,
                                          plan.tenants, len(plan.faults), plan.seconds, work),
           file=out, flush=True)
+    if setup:
+        print("storm [nats]: nats-server %s, %s" % (
+            setup["nats_server"], "every write fsynced (sync_interval: always)"
+            if setup["nats_sync"] == "always" else "writes fsynced on a timer (a SIGKILLed "
+            "server may lose acknowledged writes: counted as the store's, not violations)"),
+            file=out, flush=True)
     upstream = Upstream(work)
-    store = open_store(name, work, args.seed)
+    store = open_store(name, work, args.seed, setup)
     if name == "sqlite" and not store.mounted:
         print("storm [sqlite]: SQLite disk full: skipped (mounting a tmpfs was refused: %s)" %
               store.refused, file=out, flush=True)
@@ -220,6 +227,10 @@ def run_store(args, name, out):
         upstream.stop()
         history.close()
     merge(path, upstream.records(history.t0))
+    if name == "nats":
+        print("storm [nats]: the servers threw a replica's copy of a stream away %d times "
+              "(\"Resetting stream cluster state\")" % store.stream_resets(), file=out,
+              flush=True)
     verdict = checker.check(history_mod.read(path))
     for p in problems:
         verdict.violation("-", p)
@@ -298,8 +309,12 @@ def main():
     if failed:
         for s, path in failed:
             print("storm: FAILED on %s; history kept in %s" % (s, path))
-        print("storm: replay: bash scripts/storm.sh --seed %d --minutes %g --stores %s" %
-              (args.seed, args.minutes, ",".join(s for s, _ in failed)))
+        server = os.environ.get("IDEM_NATS_SERVER")
+        print("storm: replay: bash scripts/storm.sh --seed %d --profile %s --minutes %g "
+              "--stores %s%s" % (args.seed, args.profile, args.minutes,
+                                 ",".join(s for s, _ in failed),
+                                 " --nats-server %s" % server if server and
+                                 any(s == "nats" for s, _ in failed) else ""))
         return 1
     return 0
 
