@@ -58,6 +58,7 @@ STORED_ANSWER_LIMIT = 16 * 1024 * 1024
 class Verdict:
     def __init__(self):
         self.keys = 0
+        self.requests = 0  # every request a client or a library worker's caller sent
         self.executions = 0
         self.allowed = []  # (key, reason)
         self.violations = []  # (key, text)
@@ -209,6 +210,7 @@ def check(records):
         elif "key" in r:
             by_key[r["key"]][r["ev"]].append(r)
     v = Verdict()
+    v.requests = sum(1 for r in records if r["ev"] == "send")
     for name, meta in keys.items():
         v.keys += 1
         events = by_key[name]

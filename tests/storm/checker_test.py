@@ -42,9 +42,11 @@ def check(*records):
 
 class CheckerTest(unittest.TestCase):
     def test_one_run_one_answer_passes(self):
-        v = check(key(), run_(1, 1.0), answer(1), replays(1))
+        sends = [{"ev": "send", "key": "k1", "client": 0, "attempt": a, "t": 0.5 + a}
+                 for a in (1, 2)]
+        v = check(key(), sends, run_(1, 1.0), answer(1), replays(1))
         self.assertEqual(v.violations, [])
-        self.assertEqual((v.keys, v.executions), (1, 1))
+        self.assertEqual((v.keys, v.requests, v.executions), (1, 2, 1))
 
     def test_a_second_run_without_a_fault_is_a_violation(self):
         v = check(key(), run_(1, 1.0), run_(2, 2.0), answer(2), replays(2))

@@ -281,6 +281,7 @@ def main():
         plan, verdict, counts, work, path = run_store(args, s, out)
         faults.update(counts)
         totals.keys += verdict.keys
+        totals.requests += verdict.requests
         totals.executions += verdict.executions
         totals.allowed += verdict.allowed
         totals.violations += [(s, k, t) for k, t in verdict.violations]
@@ -294,10 +295,10 @@ def main():
         lost = (", %d store lost an acknowledged write" % len(verdict.store_lost)
                 if verdict.store_lost else "")
         print("storm [%s]: %d keys, %d executions, %d allowed re-runs, %d violations%s, "
-              "%d unsettled, %.0fs" % (s, verdict.keys, verdict.executions,
-                                       len(verdict.allowed), len(verdict.violations), lost,
-                                       len(verdict.unsettled), time.monotonic() - t0),
-              flush=True)
+              "%d unsettled, %.0fs; %d requests sent, %d faults injected" % (
+                  s, verdict.keys, verdict.executions, len(verdict.allowed),
+                  len(verdict.violations), lost, len(verdict.unsettled), time.monotonic() - t0,
+                  verdict.requests, sum(counts.values())), flush=True)
         if verdict.violations:
             failed.append((s, path))
         elif verdict.store_lost:
