@@ -21,8 +21,11 @@
 # Ports are drawn below the ephemeral range and claimed for the fixture's whole life, across
 # kills and restarts (scripts/test-ports.sh): a stopped node's port is never handed to anyone else.
 #
-# Readiness is polled, never slept for: each node's /healthz (monitoring port) must answer 200,
-# which nats-server 2.9 does only once JetStream is up and, in a cluster, a meta leader is known.
+# Readiness is polled, never slept for: each node's /healthz?js-server-only=true (monitoring port)
+# must answer 200, which nats-server does only once JetStream is up and, in a cluster, a meta
+# leader is known. js-server-only: 2.10 would otherwise also wait for every stream and consumer to
+# be current, and after a quorum loss it reported an ephemeral consumer that no longer existed
+# ("consumer not found") for over a minute; 2.9 ignores the parameter.
 # With IDEM_NATS_JETSTREAM=off, start runs servers without JetStream (for the tests of that
 # error). Servers run with a max payload of 8 MiB (stored responses travel in one message), or
 # IDEM_NATS_MAX_PAYLOAD (e.g. 64KB, for the relay's test of a message over it). On failure it
@@ -105,7 +108,8 @@ wait_ready() {
   local dir=$1 port=$2 pid deadline=$((SECONDS + ready_timeout))
   pid=$(cat "$dir/launched.pid")
   while ((SECONDS < deadline)); do
-    if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/healthz" 2>/dev/null; then
+    if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/healthz?js-server-only=true" \
+      2>/dev/null; then
       return 0
     fi
     if ! kill -0 "$pid" 2>/dev/null; then return 1; fi
