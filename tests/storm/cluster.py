@@ -299,6 +299,11 @@ class NatsStore:
         env = dict(os.environ)
         if setup["nats_sync"]:
             env["IDEM_NATS_SYNC"] = setup["nats_sync"]
+        # A restarted server is ready once it is current with the meta leader; under the storm's
+        # churn of consumers on a loaded machine 2.10.27 took over the fixture's default minute
+        # (seed 20261206, load 7). Three minutes, then the fault is named as not injected.
+        env.setdefault("IDEM_NATS_READY_TIMEOUT", "180")
+        self.env = env
         run([self.script, "start", self.state, "3"], env=env)
         with open(os.path.join(self.state, "url")) as f:
             urls = f.read().strip().replace("nats://", "")
@@ -309,10 +314,10 @@ class NatsStore:
         pass  # the fixture's servers take any client that reaches them
 
     def node(self, what, index):
-        run([self.script, what, self.state, str(index + 1)])
+        run([self.script, what, self.state, str(index + 1)], env=self.env)
 
     def heal(self):
-        run([self.script, "heal", self.state])
+        run([self.script, "heal", self.state], env=self.env)
 
     def stop(self):
         # The servers' own logs, kept with the history of a failing run (the fixture removes

@@ -102,23 +102,41 @@ class WorkerProcess(ChildProcess):
         self.next_id = 0
         self.on_failure = None  # called with (worker, pending entry, status) for a 502/504
 
-    def start(self):
-        with open(self.log, "a") as log:
-            log.write("==== storm: start %s\n" % " ".join(self.cmd))
-            log.flush()
-            proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=log, text=True, bufsize=1)
-        ready = proc.stdout.readline()
-        if ready.strip() != "ready":
-            proc.kill()
-            proc.wait()
-            raise RuntimeError("%s did not start (%s); see %s" % (self.name, proc.returncode,
-                                                                  self.log))
+    def start(self, store_wait=60):
+        """Starts the worker; again while it exits because its store is out (a restart drawn
+        while PostgreSQL is crashed: seed 20261205 saw `UNAVAILABLE ... retry` at start), for
+        `store_wait` seconds at most."""
+        deadline = time.monotonic() + store_wait
+        while True:
+            proc = self.start_once()
+            if proc is not None:
+                break
+            if not self.store_refused() or time.monotonic() > deadline:
+                raise RuntimeError("%s did not start; see %s" % (self.name, self.log))
+            time.sleep(0.5)
         pending = {}  # this process's requests without an answer yet
         with self.lock:
             self.proc = proc
             self.pending = pending
         threading.Thread(target=self.read_answers, args=(proc, pending), daemon=True).start()
+
+    def start_once(self):
+        with open(self.log, "a") as log:
+            log.write("==== storm: start %s\n" % " ".join(self.cmd))
+            log.flush()
+            proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=log, text=True, bufsize=1)
+        if proc.stdout.readline().strip() == "ready":
+            return proc
+        proc.kill()
+        proc.wait()
+        return None
+
+    def store_refused(self):
+        """Whether the last start ended on the store being out (the library's UNAVAILABLE)."""
+        with open(self.log, errors="replace") as f:
+            last = f.read().rsplit("==== storm: start", 1)[-1]
+        return "UNAVAILABLE" in last
 
     def read_answers(self, proc, pending):
         for line in proc.stdout:
