@@ -24,7 +24,7 @@ import netns
 from clients import Load, digest, post, problem_type, request_headers, upstream_fields
 from cluster import Gateway, NatsStore, PostgresStore, nats_server_setup
 from nemesis import Nemesis
-from store_faults import DiskSqliteStore, StoreFaults
+from store_faults import DiskSqliteStore, StoreFaults, wait_for_placement
 from plan import RunPlan
 from upstream import Upstream
 from worker_load import LibraryWorkers
@@ -144,6 +144,8 @@ def run_store(args, name, out):
             file=out, flush=True)
     upstream = Upstream(work)
     store = open_store(name, work, args.seed, setup)
+    if name == "nats":
+        wait_for_placement(store.uri)
     if name == "sqlite" and not store.mounted:
         print("storm [sqlite]: SQLite disk full: skipped (mounting a tmpfs was refused: %s)" %
               store.refused, file=out, flush=True)
