@@ -2,6 +2,7 @@
 (a SQLite file, a private PostgreSQL server, a private three-node JetStream cluster), each with
 the faults the nemesis may put on it."""
 
+import json
 import os
 import re
 import shutil
@@ -319,9 +320,34 @@ class NatsStore:
     def heal(self):
         run([self.script, "heal", self.state], env=self.env)
 
+    def stream_states(self):
+        """Each server's own view of the bucket's stream (/jsz: messages, first and last
+        sequence), read before the servers stop: replicas that disagree after the run has healed
+        mean the store diverged, whatever idem did."""
+        states = {}
+        with open(os.path.join(self.state, "monitor")) as f:
+            monitors = [line.strip() for line in f if line.strip()]
+        for node, url in enumerate(monitors, 1):
+            try:
+                with urllib.request.urlopen(url + "/jsz?streams=true", timeout=5) as answer:
+                    doc = json.loads(answer.read())
+                streams = [s for a in doc.get("account_details") or []
+                           for s in a.get("stream_detail") or []]
+                states["n%d" % node] = [{"name": s["name"], **{k: s["state"].get(k) for k in (
+                    "messages", "first_seq", "last_seq", "num_deleted")},
+                    "leader": (s.get("cluster") or {}).get("leader")} for s in streams]
+            except (OSError, ValueError, KeyError) as error:
+                states["n%d" % node] = "unreadable: %s" % error
+        return states
+
     def stop(self):
         # The servers' own logs, kept with the history of a failing run (the fixture removes
         # its folder): what JetStream did with a write the checker misses.
+        try:
+            with open(os.path.join(self.state, "streams.json"), "w") as f:
+                json.dump(self.stream_states(), f, indent=1)
+        except OSError:
+            pass
         try:
             with open(os.path.join(self.state, "env")) as f:
                 root = dict(line.strip().split("=", 1) for line in f if "=" in line)

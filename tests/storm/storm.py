@@ -233,6 +233,17 @@ def run_store(args, name, out):
         print("storm [nats]: the servers threw a replica's copy of a stream away %d times "
               "(\"Resetting stream cluster state\")" % store.stream_resets(), file=out,
               flush=True)
+        try:
+            with open(os.path.join(store.state, "streams.json")) as f:
+                states = json.load(f)
+            print("storm [nats]: each server's copy of the stream at the end: %s" % "; ".join(
+                "%s %s" % (node, state if isinstance(state, str) else ", ".join(
+                    "%s %s messages, seq %s-%s, leader %s" % (
+                        s["name"], s["messages"], s["first_seq"], s["last_seq"], s["leader"])
+                    for s in state)) for node, state in sorted(states.items())),
+                  file=out, flush=True)
+        except (OSError, ValueError):
+            pass
     verdict = checker.check(history_mod.read(path))
     for p in problems:
         verdict.violation("-", p)
