@@ -1,0 +1,132 @@
+"""Does the JetStream cluster itself keep what it acknowledged when a server is SIGKILLed,
+restarted and then handed the stream's leadership by a step-down? No idem here: a writer puts
+numbered keys into a three-replica key-value stream and remembers each acknowledged one; a
+fault loop kills a server, starts it again and steps the stream's leader down until the restarted
+server leads; at the end every acknowledged key is read back from the leader.
+
+  python3 tests/storm/nats_leader_probe.py [--cycles N] [--nats-server PATH]
+
+Prints how many acknowledged keys are gone; exit status 1 when any is. The storm's lost outcomes
+on JetStream (FINDINGS.md, seed 20261208) followed this sequence: a server killed after the
+write, restarted, then made the stream's leader by a step-down.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from store_faults import nats_request, wait_for_placement
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURE = os.path.join(REPO, "scripts", "nats-fixture.sh")
+STREAM = "KV_probe"
+
+
+def fixture(*args, env=None):
+    subprocess.run([FIXTURE] + list(args), check=True, stdout=subprocess.DEVNULL, env=env)
+
+
+def request(uri, subject, payload=b"", timeout=2.0):
+    return json.loads(nats_request(uri, subject, payload, timeout=timeout))
+
+
+def leader(uri):
+    try:
+        return request(uri, "$JS.API.STREAM.INFO." + STREAM).get("cluster", {}).get("leader")
+    except (RuntimeError, ValueError):
+        return None
+
+
+class Writer(threading.Thread):
+    def __init__(self, uri):
+        super().__init__(daemon=True)
+        self.uri = uri
+        self.acked = {}  # key -> (stream sequence, wall time)
+        self.stop = threading.Event()
+
+    def run(self):
+        i = 0
+        while not self.stop.is_set():
+            key = "k%d" % i
+            try:
+                ack = request(self.uri, "$KV.probe." + key, b"v%d" % i, timeout=1.0)
+                if "seq" in ack and "error" not in ack:
+                    self.acked[key] = (ack["seq"], time.time())
+                    i += 1
+            except (RuntimeError, ValueError):
+                time.sleep(0.05)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cycles", type=int, default=10)
+    parser.add_argument("--nats-server", default=None)
+    args = parser.parse_args()
+    env = dict(os.environ)
+    if args.nats_server:
+        env["IDEM_NATS_SERVER"] = args.nats_server
+        env.setdefault("IDEM_NATS_SYNC", "always")
+    env.setdefault("IDEM_NATS_READY_TIMEOUT", "180")
+    state = os.path.join(tempfile.mkdtemp(prefix="idem-nats-probe-"), "nats")
+    fixture("start", state, "3", env=env)
+    try:
+        with open(os.path.join(state, "url")) as f:
+            uri = "nats://" + f.read().strip().replace("nats://", "")
+        wait_for_placement(uri)
+        config = {"name": STREAM, "subjects": ["$KV.probe.>"], "num_replicas": 3,
+                  "storage": "file", "max_msgs_per_subject": 1, "allow_direct": False,
+                  "deny_delete": True, "duplicate_window": 120000000000}
+        created = request(uri, "$JS.API.STREAM.CREATE." + STREAM, json.dumps(config).encode(),
+                          timeout=10.0)
+        if "error" in created:
+            print("probe: stream not created: %s" % created)
+            return 2
+        writer = Writer(uri)
+        writer.start()
+        names = {"idem-n%d" % i: i for i in (1, 2, 3)}
+        for cycle in range(args.cycles):
+            time.sleep(2.0)
+            led = names.get(leader(uri))
+            if led is None:
+                continue
+            # Every other cycle a follower instead of the leader.
+            victim = led if cycle % 2 == 0 else (led % 3) + 1
+            fixture("kill-node", state, str(victim), env=env)
+            time.sleep(2.0)
+            fixture("start-node", state, str(victim), env=env)
+            for _ in range(8):  # step down until the restarted server leads
+                if leader(uri) == "idem-n%d" % victim:
+                    break
+                try:
+                    request(uri, "$JS.API.STREAM.LEADER.STEPDOWN." + STREAM)
+                except (RuntimeError, ValueError):
+                    pass
+                time.sleep(1.0)
+            print("probe: cycle %d: node %d killed, restarted, leader now %s; %d keys "
+                  "acknowledged" % (cycle + 1, victim, leader(uri), len(writer.acked)),
+                  flush=True)
+        writer.stop.set()
+        writer.join()
+        time.sleep(2.0)
+        gone = []
+        for key, (seq, at) in sorted(writer.acked.items(), key=lambda kv: kv[1][0]):
+            query = json.dumps({"last_by_subj": "$KV.probe." + key}).encode()
+            reply = request(uri, "$JS.API.STREAM.MSG.GET." + STREAM, query, timeout=5.0)
+            if "message" not in reply:
+                gone.append((key, seq, reply.get("error")))
+        print("probe: %d keys acknowledged, %d gone" % (len(writer.acked), len(gone)))
+        for key, seq, error in gone[:20]:
+            print("probe: GONE %s (acknowledged at stream sequence %d): %s" % (key, seq, error))
+        return 1 if gone else 0
+    finally:
+        fixture("stop", state, env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
