@@ -2,6 +2,7 @@
 (a SQLite file, a private PostgreSQL server, a private three-node JetStream cluster), each with
 the faults the nemesis may put on it."""
 
+import datetime
 import json
 import os
 import re
@@ -358,6 +359,25 @@ class NatsStore:
         except (OSError, KeyError, ValueError):
             pass
         subprocess.run([self.script, "stop", self.state], stdout=subprocess.DEVNULL)
+
+    def leader_changes(self, stream, wall0):
+        """When each server took the stream's leadership, from its own log (the new leader logs
+        "JetStream cluster new stream leader"), on the storm's clock: [(t, "nN")]."""
+        changes = []
+        line_re = re.compile(r"^\[\d+\] (\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d+) \[INF\] "
+                             r"JetStream cluster new stream leader for '\$G > %s'" %
+                             re.escape(stream))
+        for node in (1, 2, 3):
+            path = os.path.join(self.state, "n%d-server.log" % node)
+            if not os.path.exists(path):
+                continue
+            with open(path, errors="replace") as f:
+                for line in f:
+                    found = line_re.match(line)
+                    if found:
+                        wall = datetime.datetime.strptime(found.group(1), "%Y/%m/%d %H:%M:%S.%f")
+                        changes.append((round(wall.timestamp() - wall0, 4), "n%d" % node))
+        return sorted(changes)
 
     def stream_resets(self):
         """How many times a server logged that it threw its copy of a stream away."""

@@ -50,16 +50,34 @@ class Writer(threading.Thread):
         self.stop = threading.Event()
 
     def run(self):
+        # Each key is written twice, as idem writes a claim and then its outcome: created
+        # (expecting no earlier message) and updated (expecting the creation's sequence). What
+        # must stay is the update.
         i = 0
+        created = None
         while not self.stop.is_set():
             key = "k%d" % i
+            expect = "0" if created is None else str(created)
             try:
-                ack = request(self.uri, "$KV.probe." + key, b"v%d" % i, timeout=1.0)
-                if "seq" in ack and "error" not in ack:
-                    self.acked[key] = (ack["seq"], time.time())
-                    i += 1
+                ack = json.loads(nats_request(
+                    self.uri, "$KV.probe." + key, b"%s%d" % (b"v" if created is None else b"u", i),
+                    timeout=1.0, headers={"Nats-Expected-Last-Subject-Sequence": expect}))
             except (RuntimeError, ValueError):
                 time.sleep(0.05)
+                continue
+            if "seq" in ack and "error" not in ack:
+                if created is None:
+                    created = ack["seq"]
+                else:
+                    self.acked[key] = (ack["seq"], time.time())
+                    i += 1
+                    created = None
+            elif "error" in ack and created is not None and \
+                    ack["error"].get("err_code") == 10071:
+                i += 1  # the update's fate is unknown (a lost answer): next key
+                created = None
+            elif "error" in ack and created is None and ack["error"].get("err_code") == 10071:
+                i += 1
 
 
 def main():
@@ -118,8 +136,10 @@ def main():
         for key, (seq, at) in sorted(writer.acked.items(), key=lambda kv: kv[1][0]):
             query = json.dumps({"last_by_subj": "$KV.probe." + key}).encode()
             reply = request(uri, "$JS.API.STREAM.MSG.GET." + STREAM, query, timeout=5.0)
-            if "message" not in reply:
-                gone.append((key, seq, reply.get("error")))
+            message = reply.get("message")
+            if message is None or message.get("seq") != seq:
+                gone.append((key, seq, reply.get("error") or "holds sequence %s, not the "
+                             "acknowledged update" % message.get("seq")))
         print("probe: %d keys acknowledged, %d gone" % (len(writer.acked), len(gone)))
         for key, seq, error in gone[:20]:
             print("probe: GONE %s (acknowledged at stream sequence %d): %s" % (key, seq, error))
