@@ -468,8 +468,8 @@ def summary(v, seed, fault_counts):
     line = "storm: seed %s, %d keys, %d executions, %d allowed re-runs, %d violations" % (
         seed, v.keys, v.executions, len(v.allowed), len(v.violations))
     if v.store_lost:
-        line += (", %d store lost an acknowledged write (JetStream server killed within %.0fs of "
-                 "the write: docs/distributed-store.md)" % (len(v.store_lost), LOST_WRITE_WINDOW))
+        line += (", %d store lost an acknowledged write (a JetStream server SIGKILLed: "
+                 "docs/distributed-store.md)" % len(v.store_lost))
     faults = ", ".join("%s %d" % (k, n) for k, n in sorted(fault_counts.items()))
     return line + ("\nstorm: faults injected: " + faults if faults else "")
 

@@ -24,7 +24,7 @@ import netns
 from clients import Load, digest, post, problem_type, request_headers, upstream_fields
 from cluster import Gateway, NatsStore, PostgresStore, nats_server_setup
 from nemesis import Nemesis
-from store_faults import DiskSqliteStore, StoreFaults, wait_for_placement
+from store_faults import DiskSqliteStore, StoreFaults, bucket_stream, wait_for_placement
 from plan import RunPlan
 from upstream import Upstream
 from worker_load import LibraryWorkers
@@ -228,7 +228,13 @@ def run_store(args, name, out):
         store.stop()
         upstream.stop()
         history.close()
-    merge(path, upstream.records(history.t0))
+    leaders = []
+    if name == "nats":
+        # When each server took the bucket's stream over (its own log): the checker weighs a lost
+        # outcome against them (checker.lost_write_reason).
+        leaders = [{"ev": "stream_leader", "node": node, "t": t} for t, node in
+                   store.leader_changes(bucket_stream(store.uri), history.wall0)]
+    merge(path, upstream.records(history.t0) + leaders)
     if name == "nats":
         print("storm [nats]: the servers threw a replica's copy of a stream away %d times "
               "(\"Resetting stream cluster state\")" % store.stream_resets(), file=out,
