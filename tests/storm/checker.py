@@ -232,9 +232,8 @@ def check(records):
             else:
                 v.allowed.append((name, reason))
         check_answers(v, name, events, recorded, execs, upstream_timeout, failures)
-    if run.get("store") == "nats":
-        leaders = [(r["t"], r["node"]) for r in records if r["ev"] == "stream_leader"]
-        store_lost_writes(v, faults, by_key, leaders, timer_sync=run.get("nats_sync") != "always")
+    if run.get("store") == "nats" and run.get("nats_sync") != "always":
+        store_lost_writes(v, faults, by_key)
     return v
 
 
@@ -252,20 +251,11 @@ LOST_OUTCOME = re.compile(r"but the store has no answer for the key$|but the key
 RERUN_AT = re.compile(r"^ran \d+ times: run \d+ \(\S+ at ([\d.]+)s\)")
 
 
-def killed_nodes(fault):
-    """The servers a node fault SIGKILLed ("node 1 killed ...", "nodes 2 and 3 killed ...")."""
-    return ["n%s" % d for d in re.findall(r"\d", fault.get("detail", "").split("killed")[0])]
-
-
-def lost_write_reason(events, texts, kills, leaders=(), timer_sync=True):
+def lost_write_reason(events, texts, kills):
     """Why a JetStream key's violations (`texts`) are the store's lost write, or None: a client got
-    an outcome the key's record does not hold, every violation of the key is one a lost outcome
-    leaves (a later run only once the write was lost), and either
-    - a server SIGKILLed after the run took the stream's leadership once restarted, before the
-      loss showed (the store alone loses writes so: tests/storm/nats_leader_probe.py,
-      FINDINGS.md seed 20261208), or
-    - the servers fsync on a timer (`timer_sync`) and one was SIGKILLed between the run and
-      LOST_WRITE_WINDOW after the first such answer."""
+    an outcome the key's record does not hold, a node was SIGKILLed between that run and
+    LOST_WRITE_WINDOW after the first such answer, and every violation of the key is one a lost
+    outcome leaves (a later run only after the kill)."""
     replays = sorted(events["replay"], key=lambda e: e["n"])
     recorded = None if not replays or replays[0].get("unrecorded") else \
         (replays[0]["status"], replays[0]["body"])
@@ -278,53 +268,30 @@ def lost_write_reason(events, texts, kills, leaders=(), timer_sync=True):
     runs = [e["t"] for e in events["exec"] if e["t"] <= first["t"]]
     if not runs:
         return None
-    shown = min([e["t"] for e in events["exec"] if e["t"] > first["t"]] +
-                [r["t"] for r in replays] + [float("inf")])
-    reason = since = None
-    for kill in sorted(kills, key=lambda f: f["start"]):
-        if not max(runs) <= kill["start"] <= shown:
-            continue
-        nodes = killed_nodes(kill)
-        took = next((t for t, node in leaders if node in nodes and kill["start"] < t <= shown),
-                    None)
-        if took is not None:
-            reason, since = ("store lost an acknowledged write: JetStream server %s, SIGKILLed at "
-                             "%.2fs after the run at %.2fs (its answer %s %s at %.2fs), took the "
-                             "stream's leadership once restarted, at %.2fs (FINDINGS.md, seed "
-                             "20261208)" % (
-                                 "+".join(nodes), kill["start"], max(runs), first["status"],
-                                 first.get("type") or "ex %s" % first.get("ex"), first["t"],
-                                 took), kill["start"])
-            break
-    if reason is None and timer_sync:
-        kill = next((f for f in sorted(kills, key=lambda f: f["start"])
-                     if max(runs) <= f["start"] <= first["t"] + LOST_WRITE_WINDOW), None)
-        if kill is not None:
-            reason, since = (
-                "store lost an acknowledged write: JetStream server killed within %.0fs of the "
-                "write (%s at %.2fs; the run at %.2fs, its answer %s %s first at %.2fs; "
-                "docs/distributed-store.md)" % (
-                    LOST_WRITE_WINDOW, kill["kind"], kill["start"], max(runs), first["status"],
-                    first.get("type") or "ex %s" % first.get("ex"), first["t"]), kill["start"])
-    if reason is None:
+    kill = next((f for f in sorted(kills, key=lambda f: f["start"])
+                 if max(runs) <= f["start"] <= first["t"] + LOST_WRITE_WINDOW), None)
+    if kill is None:
         return None
     for text in texts:
         rerun = RERUN_AT.match(text)
-        if not (rerun and float(rerun.group(1)) >= since) and \
+        if not (rerun and float(rerun.group(1)) >= kill["start"]) and \
                 not (rerun is None and LOST_OUTCOME.search(text)):
             return None
-    return reason
+    return ("store lost an acknowledged write: JetStream server killed within %.0fs of the write "
+            "(%s at %.2fs; the run at %.2fs, its answer %s %s first at %.2fs; "
+            "docs/distributed-store.md)" %
+            (LOST_WRITE_WINDOW, kill["kind"], kill["start"], max(runs), first["status"],
+             first.get("type") or "ex %s" % first.get("ex"), first["t"]))
 
 
-def store_lost_writes(v, faults, by_key, leaders=(), timer_sync=True):
+def store_lost_writes(v, faults, by_key):
     """Moves the violations of each key `lost_write_reason` explains to v.store_lost."""
     kills = [f for f in faults if f["kind"] in NODE_KILLS]
     texts = collections.defaultdict(list)
     for key, text in v.violations:
         texts[key].append(text)
     for key, ts in texts.items():
-        reason = lost_write_reason(by_key[key], ts, kills, leaders, timer_sync) \
-            if key in by_key else None
+        reason = lost_write_reason(by_key[key], ts, kills) if key in by_key else None
         if reason is not None:
             v.violations = [(k, t) for k, t in v.violations if k != key]
             v.unsettled = [k for k in v.unsettled if k != key]
@@ -468,8 +435,8 @@ def summary(v, seed, fault_counts):
     line = "storm: seed %s, %d keys, %d executions, %d allowed re-runs, %d violations" % (
         seed, v.keys, v.executions, len(v.allowed), len(v.violations))
     if v.store_lost:
-        line += (", %d store lost an acknowledged write (a JetStream server SIGKILLed: "
-                 "docs/distributed-store.md)" % len(v.store_lost))
+        line += (", %d store lost an acknowledged write (JetStream server killed within %.0fs of "
+                 "the write: docs/distributed-store.md)" % (len(v.store_lost), LOST_WRITE_WINDOW))
     faults = ", ".join("%s %d" % (k, n) for k, n in sorted(fault_counts.items()))
     return line + ("\nstorm: faults injected: " + faults if faults else "")
 
