@@ -1,12 +1,8 @@
 """The processes of a storm run: `idem serve` gateways sharing one store, and the store itself
-(a SQLite file, a private PostgreSQL server, a private three-node JetStream cluster), each with
+(a SQLite file, a private PostgreSQL server; the JetStream cluster is nats_store.py), each with
 the faults the nemesis may put on it."""
 
-import datetime
-import json
 import os
-import re
-import shutil
 import signal
 import socket
 import sqlite3
@@ -269,124 +265,6 @@ class PostgresStore:
 
     def stop(self):
         subprocess.run([self.script, "stop", self.state], stdout=subprocess.DEVNULL)
-
-
-def nats_server_setup():
-    """The nats-server the fixture runs (IDEM_NATS_SERVER or the system's) and whether it fsyncs
-    every write: IDEM_NATS_SYNC, or `always` by default on 2.10 and later, which can. 2.9 cannot,
-    and its SIGKILLs lose acknowledged writes (the checker's `store_lost_writes`)."""
-    server = os.environ.get("IDEM_NATS_SERVER") or shutil.which("nats-server") or \
-        "/usr/sbin/nats-server"
-    try:
-        out = subprocess.run([server, "--version"], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return {"nats_server": "unknown (%s)" % e, "nats_sync": os.environ.get("IDEM_NATS_SYNC")}
-    version = out.strip().rsplit(" ", 1)[-1].lstrip("v")
-    numbers = tuple(int(n) for n in re.findall(r"\d+", version)[:2])
-    sync = os.environ.get("IDEM_NATS_SYNC") or ("always" if numbers >= (2, 10) else None)
-    return {"nats_server": version, "nats_sync": sync}
-
-
-# nats-server's own words when it throws a replica's copy of a stream away (seen on 2.9.10 after
-# quorum losses, before acknowledged outcomes went missing: FINDINGS.md, seed 20261204).
-STREAM_RESET = re.compile(r"Resetting stream cluster state")
-
-
-class NatsStore:
-    script = os.path.join(REPO, "scripts", "nats-fixture.sh")
-
-    def __init__(self, work, seed, setup):
-        self.state = os.path.join(work, "nats")
-        env = dict(os.environ)
-        if setup["nats_sync"]:
-            env["IDEM_NATS_SYNC"] = setup["nats_sync"]
-        # A restarted server is ready once it is current with the meta leader; under the storm's
-        # churn of consumers on a loaded machine 2.10.27 took over the fixture's default minute
-        # (seed 20261206, load 7). Three minutes, then the fault is named as not injected.
-        env.setdefault("IDEM_NATS_READY_TIMEOUT", "180")
-        self.env = env
-        run([self.script, "start", self.state, "3"], env=env)
-        with open(os.path.join(self.state, "url")) as f:
-            urls = f.read().strip().replace("nats://", "")
-        self.uri = "nats://%s?bucket=storm%d&replicas=3" % (urls, seed % 100000)
-        self.ports = [int(u.rsplit(":", 1)[1]) for u in urls.split(",")]
-
-    def trust(self, subnet):
-        pass  # the fixture's servers take any client that reaches them
-
-    def node(self, what, index):
-        run([self.script, what, self.state, str(index + 1)], env=self.env)
-
-    def heal(self):
-        run([self.script, "heal", self.state], env=self.env)
-
-    def stream_states(self):
-        """Each server's own view of the bucket's stream (/jsz: messages, first and last
-        sequence), read before the servers stop: replicas that disagree after the run has healed
-        mean the store diverged, whatever idem did."""
-        states = {}
-        with open(os.path.join(self.state, "monitor")) as f:
-            monitors = [line.strip() for line in f if line.strip()]
-        for node, url in enumerate(monitors, 1):
-            try:
-                with urllib.request.urlopen(url + "/jsz?streams=true", timeout=5) as answer:
-                    doc = json.loads(answer.read())
-                streams = [s for a in doc.get("account_details") or []
-                           for s in a.get("stream_detail") or []]
-                states["n%d" % node] = [{"name": s["name"], **{k: s["state"].get(k) for k in (
-                    "messages", "first_seq", "last_seq", "num_deleted")},
-                    "leader": (s.get("cluster") or {}).get("leader")} for s in streams]
-            except (OSError, ValueError, KeyError) as error:
-                states["n%d" % node] = "unreadable: %s" % error
-        return states
-
-    def stop(self):
-        # The servers' own logs, kept with the history of a failing run (the fixture removes
-        # its folder): what JetStream did with a write the checker misses.
-        try:
-            with open(os.path.join(self.state, "streams.json"), "w") as f:
-                json.dump(self.stream_states(), f, indent=1)
-        except OSError:
-            pass
-        try:
-            with open(os.path.join(self.state, "env")) as f:
-                root = dict(line.strip().split("=", 1) for line in f if "=" in line)
-            for node in range(1, int(root["IDEM_NATS_NODES"]) + 1):
-                log = os.path.join(root["IDEM_NATS_ROOT"], "n%d" % node, "server.log")
-                if os.path.exists(log):
-                    shutil.copy(log, os.path.join(self.state, "n%d-server.log" % node))
-        except (OSError, KeyError, ValueError):
-            pass
-        subprocess.run([self.script, "stop", self.state], stdout=subprocess.DEVNULL)
-
-    def leader_changes(self, stream, wall0):
-        """When each server took the stream's leadership, from its own log (the new leader logs
-        "JetStream cluster new stream leader"), on the storm's clock: [(t, "nN")]."""
-        changes = []
-        line_re = re.compile(r"^\[\d+\] (\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d+) \[INF\] "
-                             r"JetStream cluster new stream leader for '\$G > %s'" %
-                             re.escape(stream))
-        for node in (1, 2, 3):
-            path = os.path.join(self.state, "n%d-server.log" % node)
-            if not os.path.exists(path):
-                continue
-            with open(path, errors="replace") as f:
-                for line in f:
-                    found = line_re.match(line)
-                    if found:
-                        wall = datetime.datetime.strptime(found.group(1), "%Y/%m/%d %H:%M:%S.%f")
-                        changes.append((round(wall.timestamp() - wall0, 4), "n%d" % node))
-        return sorted(changes)
-
-    def stream_resets(self):
-        """How many times a server logged that it threw its copy of a stream away."""
-        count = 0
-        for name in os.listdir(self.state):
-            if name.endswith("-server.log"):
-                with open(os.path.join(self.state, name), errors="replace") as f:
-                    count += sum(1 for line in f if STREAM_RESET.search(line))
-        return count
 
 
 class StoreNotReady(RuntimeError):

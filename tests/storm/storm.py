@@ -22,7 +22,8 @@ import checker
 import history as history_mod
 import netns
 from clients import Load, digest, post, problem_type, request_headers, upstream_fields
-from cluster import Gateway, NatsStore, PostgresStore, nats_server_setup
+from cluster import Gateway, PostgresStore
+from nats_store import NatsStore, nats_server_setup
 from nemesis import Nemesis
 from store_faults import DiskSqliteStore, StoreFaults, bucket_stream, wait_for_placement
 from plan import RunPlan
