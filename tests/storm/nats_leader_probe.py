@@ -4,7 +4,7 @@ numbered keys into a three-replica key-value stream and remembers each acknowled
 fault loop kills a server, starts it again and steps the stream's leader down until the restarted
 server leads; at the end every acknowledged key is read back from the leader.
 
-  python3 tests/storm/nats_leader_probe.py [--cycles N] [--nats-server PATH]
+  python3 tests/storm/nats_leader_probe.py [--cycles N] [--writers N] [--nats-server PATH]
 
 Prints how many acknowledged keys are gone; exit status 1 when any is. The storm's lost outcomes
 on JetStream (FINDINGS.md, seed 20261208) followed this sequence: a server killed after the
@@ -43,9 +43,10 @@ def leader(uri):
 
 
 class Writer(threading.Thread):
-    def __init__(self, uri):
+    def __init__(self, uri, name="k"):
         super().__init__(daemon=True)
         self.uri = uri
+        self.name = name
         self.acked = {}  # key -> (stream sequence, wall time)
         self.stop = threading.Event()
 
@@ -56,7 +57,7 @@ class Writer(threading.Thread):
         i = 0
         created = None
         while not self.stop.is_set():
-            key = "k%d" % i
+            key = "%s%d" % (self.name, i)
             expect = "0" if created is None else str(created)
             try:
                 ack = json.loads(nats_request(
@@ -84,6 +85,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cycles", type=int, default=10)
+    parser.add_argument("--writers", type=int, default=1, help="writers at once")
     parser.add_argument("--nats-server", default=None)
     args = parser.parse_args()
     env = dict(os.environ)
@@ -105,8 +107,9 @@ def main():
         if "error" in created:
             print("probe: stream not created: %s" % created)
             return 2
-        writer = Writer(uri)
-        writer.start()
+        writers = [Writer(uri, "w%d-k" % n) for n in range(args.writers)]
+        for writer in writers:
+            writer.start()
         names = {"idem-n%d" % i: i for i in (1, 2, 3)}
         for cycle in range(args.cycles):
             time.sleep(2.0)
@@ -127,20 +130,23 @@ def main():
                     pass
                 time.sleep(1.0)
             print("probe: cycle %d: node %d killed, restarted, leader now %s; %d keys "
-                  "acknowledged" % (cycle + 1, victim, leader(uri), len(writer.acked)),
+                  "acknowledged" % (cycle + 1, victim, leader(uri),
+                                    sum(len(w.acked) for w in writers)),
                   flush=True)
-        writer.stop.set()
-        writer.join()
+        for writer in writers:
+            writer.stop.set()
+            writer.join()
         time.sleep(2.0)
         gone = []
-        for key, (seq, at) in sorted(writer.acked.items(), key=lambda kv: kv[1][0]):
+        acked = {k: v for w in writers for k, v in w.acked.items()}
+        for key, (seq, at) in sorted(acked.items(), key=lambda kv: kv[1][0]):
             query = json.dumps({"last_by_subj": "$KV.probe." + key}).encode()
             reply = request(uri, "$JS.API.STREAM.MSG.GET." + STREAM, query, timeout=5.0)
             message = reply.get("message")
             if message is None or message.get("seq") != seq:
                 gone.append((key, seq, reply.get("error") or "holds sequence %s, not the "
                              "acknowledged update" % message.get("seq")))
-        print("probe: %d keys acknowledged, %d gone" % (len(writer.acked), len(gone)))
+        print("probe: %d keys acknowledged, %d gone" % (len(acked), len(gone)))
         for key, seq, error in gone[:20]:
             print("probe: GONE %s (acknowledged at stream sequence %d): %s" % (key, seq, error))
         return 1 if gone else 0
