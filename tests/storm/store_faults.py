@@ -145,7 +145,8 @@ def wait_for_placement(uri, timeout=180.0):
     """Returns once the cluster can place a stream on three servers: a throwaway R3 stream is
     created and deleted. A fresh nats-server 2.10.27 cluster answered "no suitable peers for
     placement" for over a minute after every server was up with a meta leader (seed 20261208:
-    the first gateway could not create its bucket), until the leader had heard from its peers."""
+    the first gateway could not create its bucket; once, beside another cluster's storm, for
+    over three minutes)."""
     name = "storm-placement"
     config = json.dumps({"name": name, "subjects": ["storm.placement"], "num_replicas": 3,
                          "storage": "memory", "max_msgs": 1}).encode()

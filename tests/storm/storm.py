@@ -159,8 +159,6 @@ def run_store(args, name, out):
             file=out, flush=True)
     upstream = Upstream(work)
     store = open_store(name, work, args.seed, setup)
-    if name == "nats":
-        wait_for_placement(store.uri)
     if name == "sqlite" and not store.mounted:
         print("storm [sqlite]: SQLite disk full: skipped (mounting a tmpfs was refused: %s)" %
               store.refused, file=out, flush=True)
@@ -172,6 +170,8 @@ def run_store(args, name, out):
     if spaces is not None:
         store.trust(spaces.prefix + ".0/24")
     try:
+        if name == "nats":
+            wait_for_placement(store.uri)
         for i in range(plan.gateways):
             g = Gateway(args.idem, "g%d" % (i + 1), plan, store.uri, upstream.port, work,
                         plan.cache_off[i],
