@@ -327,9 +327,47 @@ class CheckerTest(unittest.TestCase):
         self.assertTrue(any("got 201 46 but the store has no answer for the key" in text
                             for _, text in v.violations))
 
+    def test_a_lost_outcome_read_back_from_the_store_with_no_request_after_is_the_stores(self):
+        # na-8-k21: run 24 answered by g1 at 12.23 s; client 1's first request, to g2 (which had
+        # not seen the key), replayed it from the store at 19.99 s; no request after; the
+        # checker's read at 44 s found the claim again. Any server, fsync or not.
+        gone = [{"ev": "replay", "key": "k1", "n": n, "status": 503, "body": "x",
+                 "replayed": None, "unrecorded": True, "t": 44.0 + n} for n in (1, 2)]
 
-def on_nats(*records, sync=None):
-    return checker.check([dict(RUN, store="nats", nats_sync=sync)] +
+        def send(client, t, gw):
+            return {"ev": "send", "key": "k1", "client": client, "attempt": 1, "gw": gw, "t": t}
+
+        def back(t=19.99, client=1):
+            return dict(answer(24, t=t, client=client), replayed="true")
+        first = [send(0, 11.19, "g1"), run_(24, 11.19), answer(24, t=12.23)]
+        v = on_nats(key(), first, send(1, 19.98, "g2"), back(), gone, sync="always")
+        self.assertEqual(v.violations, [])
+        self.assertIn("run 24's answer 201 was read back from the store at 19.99s (g2, which had "
+                      "not seen the key)", v.store_lost[0][1])
+        # A request after the read-back, and the loss could be idem's.
+        later = on_nats(key(), first, send(1, 19.98, "g2"), back(), send(2, 30.0, "g1"), gone,
+                        sync="always")
+        self.assertTrue(later.violations)
+        self.assertEqual(later.store_lost, [])
+        # The gateway that ran it, with a replay cache, may have answered from memory; without
+        # one (the run record's cache_off) it read the store.
+        cached = on_nats(key(), first, send(1, 19.98, "g1"), back(), gone, sync="always")
+        self.assertEqual(cached.store_lost, [])
+        uncached = on_nats(key(), first, send(1, 19.98, "g1"), back(), gone, sync="always",
+                           cache_off={"g1": True})
+        self.assertEqual(len(uncached.store_lost), 1)
+        self.assertIn("(g1, no replay cache)", uncached.store_lost[0][1])
+        # A request sent before the first answer may have waited on the run itself.
+        waiter = on_nats(key(), first, send(1, 12.0, "g2"), back(t=12.3), gone, sync="always")
+        self.assertEqual(waiter.store_lost, [])
+        # A route with a completer writes without requests: not this rule's.
+        resend = on_nats(key(recover="resend"), first, send(1, 19.98, "g2"), back(), gone,
+                         sync="always")
+        self.assertEqual(resend.store_lost, [])
+
+
+def on_nats(*records, sync=None, cache_off=None):
+    return checker.check([dict(RUN, store="nats", nats_sync=sync, cache_off=cache_off)] +
                          [r for rs in records for r in (rs if isinstance(rs, list) else [rs])])
 
 

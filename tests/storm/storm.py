@@ -146,7 +146,9 @@ def run_store(args, name, out):
                    upstream_timeout=plan.upstream_timeout, gateways=plan.gateways,
                    tenants=plan.tenants, routes=plan.routes, faults=plan.faults,
                    recover_interval=plan.recover_interval, seconds=plan.seconds,
-                   drain_timeout=plan.drain_timeout, **setup)
+                   drain_timeout=plan.drain_timeout,
+                   cache_off={"g%d" % (i + 1): off for i, off in enumerate(plan.cache_off)},
+                   **setup)
     print("storm [%s]: %d gateway(s), lease %.0fs, drain %.0fs, tenants %s, %d faults drawn, "
           "%.0fs of load; work in %s" % (name, plan.gateways, plan.lease, plan.drain_timeout,
                                          plan.tenants, len(plan.faults), plan.seconds, work),
