@@ -16,7 +16,7 @@ from cluster import REPO, run
 def nats_server_setup():
     """The nats-server the fixture runs (IDEM_NATS_SERVER or the system's) and whether it fsyncs
     every write: IDEM_NATS_SYNC, or `always` by default on 2.10 and later, which can. 2.9 cannot,
-    and its SIGKILLs lose acknowledged writes (the checker's `store_lost_writes`)."""
+    and its SIGKILLs lose acknowledged writes (store_losses.py)."""
     server = os.environ.get("IDEM_NATS_SERVER") or shutil.which("nats-server") or \
         "/usr/sbin/nats-server"
     try:

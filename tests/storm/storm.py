@@ -246,8 +246,8 @@ def run_store(args, name, out):
         history.close()
     leaders = []
     if name == "nats":
-        # When each server took the bucket's stream over (its own log): the checker weighs a lost
-        # outcome against them (checker.lost_write_reason).
+        # When each server took the bucket's stream over (its own log), for the analysis of a
+        # lost outcome (FINDINGS.md, seed 20261208).
         leaders = [{"ev": "stream_leader", "node": node, "t": t} for t, node in
                    store.leader_changes(bucket_stream(store.uri), history.wall0)]
     merge(path, upstream.records(history.t0) + leaders)
