@@ -77,6 +77,18 @@ class ChildProcess:
         if self.proc is not None:
             self.proc.wait()
 
+    def start_while_store_out(self, start_once, wait, pause):
+        """Calls `start_once` until it does not raise StoreNotReady (the process exited at start
+        because its store is still out or healing from a fault), for `wait` seconds at most."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return start_once()
+            except StoreNotReady:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(pause)
+
 
 class Gateway(ChildProcess):
     def __init__(self, idem, name, plan, store_uri, upstream_port, work, cache_off, recover=True,
@@ -119,14 +131,7 @@ class Gateway(ChildProcess):
         """Starts the gateway. One that exits at once because its store is still healing from a
         fault (a JetStream quorum electing its leaders again) is started again, for `heal_wait`
         seconds at most: idem serve refuses to start on a store it cannot open."""
-        healed_by = time.monotonic() + heal_wait
-        while True:
-            try:
-                return self.start_once(clock_offset)
-            except StoreNotReady:
-                if time.monotonic() >= healed_by:
-                    raise
-                time.sleep(1)
+        return self.start_while_store_out(lambda: self.start_once(clock_offset), heal_wait, 1.0)
 
     def store_refused(self):
         with open(self.log, errors="replace") as log:

@@ -20,7 +20,8 @@ import tempfile
 import threading
 import time
 
-from store_faults import nats_request, wait_for_placement
+from nats_store import wait_for_placement
+from store_faults import nats_request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURE = os.path.join(REPO, "scripts", "nats-fixture.sh")

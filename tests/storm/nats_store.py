@@ -8,9 +8,11 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import urllib.request
 
 from cluster import REPO, run
+from store_faults import bucket_stream, nats_request
 
 
 def nats_server_setup():
@@ -53,6 +55,12 @@ class NatsStore:
             urls = f.read().strip().replace("nats://", "")
         self.uri = "nats://%s?bucket=storm%d&replicas=3" % (urls, seed % 100000)
         self.ports = [int(u.rsplit(":", 1)[1]) for u in urls.split(",")]
+        self.states = {}
+        try:
+            wait_for_placement(self.uri)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def trust(self, subnet):
         pass  # the fixture's servers take any client that reaches them
@@ -86,9 +94,10 @@ class NatsStore:
     def stop(self):
         # The servers' own logs, kept with the history of a failing run (the fixture removes
         # its folder): what JetStream did with a write the checker misses.
+        self.states = self.stream_states()
         try:
             with open(os.path.join(self.state, "streams.json"), "w") as f:
-                json.dump(self.stream_states(), f, indent=1)
+                json.dump(self.states, f, indent=1)
         except OSError:
             pass
         try:
@@ -102,9 +111,10 @@ class NatsStore:
             pass
         subprocess.run([self.script, "stop", self.state], stdout=subprocess.DEVNULL)
 
-    def leader_changes(self, stream, wall0):
-        """When each server took the stream's leadership, from its own log (the new leader logs
+    def leader_changes(self, wall0):
+        """When each server took the bucket's stream over, from its own log (the new leader logs
         "JetStream cluster new stream leader"), on the storm's clock: [(t, "nN")]."""
+        stream = bucket_stream(self.uri)
         changes = []
         line_re = re.compile(r"^\[\d+\] (\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d+) \[INF\] "
                              r"JetStream cluster new stream leader for '\$G > %s'" %
@@ -129,3 +139,38 @@ class NatsStore:
                 with open(os.path.join(self.state, name), errors="replace") as f:
                     count += sum(1 for line in f if STREAM_RESET.search(line))
         return count
+
+    def report(self):
+        """What the servers said of the stream, read once they stopped: lines for the run's
+        output."""
+        views = "; ".join("%s %s" % (node, state if isinstance(state, str) else ", ".join(
+            "%s %s messages, seq %s-%s, leader %s" % (
+                s["name"], s["messages"], s["first_seq"], s["last_seq"], s["leader"])
+            for s in state)) for node, state in sorted(self.states.items()))
+        return ["the servers threw a replica's copy of a stream away %d times (\"Resetting "
+                "stream cluster state\")" % self.stream_resets(),
+                "each server's copy of the stream at the end: %s" % views]
+
+
+def wait_for_placement(uri, timeout=180.0):
+    """Returns once the cluster can place a stream on three servers: a throwaway R3 stream is
+    created and deleted. A fresh nats-server 2.10.27 cluster answered "no suitable peers for
+    placement" for over a minute after every server was up with a meta leader (seed 20261208:
+    the first gateway could not create its bucket; once, beside another cluster's storm, for
+    over three minutes)."""
+    name = "storm-placement"
+    config = json.dumps({"name": name, "subjects": ["storm.placement"], "num_replicas": 3,
+                         "storage": "memory", "max_msgs": 1}).encode()
+    deadline = time.monotonic() + timeout
+    reply = None
+    while time.monotonic() < deadline:
+        try:
+            reply = json.loads(nats_request(uri, "$JS.API.STREAM.CREATE." + name, config))
+        except (RuntimeError, ValueError) as error:
+            reply = {"error": str(error)}
+        if "error" not in reply:
+            nats_request(uri, "$JS.API.STREAM.DELETE." + name)
+            return
+        time.sleep(0.5)
+    raise RuntimeError("the cluster could not place a three-replica stream in %.0f s: %s" %
+                       (timeout, reply))

@@ -141,30 +141,6 @@ def bucket_takes_writes(uri, timeout=1.0):
     return "seq" in reply and "error" not in reply
 
 
-def wait_for_placement(uri, timeout=180.0):
-    """Returns once the cluster can place a stream on three servers: a throwaway R3 stream is
-    created and deleted. A fresh nats-server 2.10.27 cluster answered "no suitable peers for
-    placement" for over a minute after every server was up with a meta leader (seed 20261208:
-    the first gateway could not create its bucket; once, beside another cluster's storm, for
-    over three minutes)."""
-    name = "storm-placement"
-    config = json.dumps({"name": name, "subjects": ["storm.placement"], "num_replicas": 3,
-                         "storage": "memory", "max_msgs": 1}).encode()
-    deadline = time.monotonic() + timeout
-    reply = None
-    while time.monotonic() < deadline:
-        try:
-            reply = json.loads(nats_request(uri, "$JS.API.STREAM.CREATE." + name, config))
-        except (RuntimeError, ValueError) as error:
-            reply = {"error": str(error)}
-        if "error" not in reply:
-            nats_request(uri, "$JS.API.STREAM.DELETE." + name)
-            return
-        time.sleep(0.5)
-    raise RuntimeError("the cluster could not place a three-replica stream in %.0f s: %s" %
-                       (timeout, reply))
-
-
 class StoreFaults:
     """The schedule of the faults above for one run, drawn from the seed."""
 

@@ -25,7 +25,7 @@ from clients import Load, digest, post, problem_type, request_headers, upstream_
 from cluster import Gateway, PostgresStore, StoreNotReady
 from nats_store import NatsStore, nats_server_setup
 from nemesis import Nemesis
-from store_faults import DiskSqliteStore, StoreFaults, bucket_stream, wait_for_placement
+from store_faults import DiskSqliteStore, StoreFaults
 from plan import RunPlan
 from upstream import Upstream
 from worker_load import LibraryWorkers
@@ -172,8 +172,6 @@ def run_store(args, name, out):
     if spaces is not None:
         store.trust(spaces.prefix + ".0/24")
     try:
-        if name == "nats":
-            wait_for_placement(store.uri)
         for i in range(plan.gateways):
             g = Gateway(args.idem, "g%d" % (i + 1), plan, store.uri, upstream.port, work,
                         plan.cache_off[i],
@@ -249,23 +247,10 @@ def run_store(args, name, out):
         # When each server took the bucket's stream over (its own log), for the analysis of a
         # lost outcome (FINDINGS.md, seed 20261208).
         leaders = [{"ev": "stream_leader", "node": node, "t": t} for t, node in
-                   store.leader_changes(bucket_stream(store.uri), history.wall0)]
+                   store.leader_changes(history.wall0)]
+        for line in store.report():
+            print("storm [nats]: %s" % line, file=out, flush=True)
     merge(path, upstream.records(history.t0) + leaders)
-    if name == "nats":
-        print("storm [nats]: the servers threw a replica's copy of a stream away %d times "
-              "(\"Resetting stream cluster state\")" % store.stream_resets(), file=out,
-              flush=True)
-        try:
-            with open(os.path.join(store.state, "streams.json")) as f:
-                states = json.load(f)
-            print("storm [nats]: each server's copy of the stream at the end: %s" % "; ".join(
-                "%s %s" % (node, state if isinstance(state, str) else ", ".join(
-                    "%s %s messages, seq %s-%s, leader %s" % (
-                        s["name"], s["messages"], s["first_seq"], s["last_seq"], s["leader"])
-                    for s in state)) for node, state in sorted(states.items())),
-                  file=out, flush=True)
-        except (OSError, ValueError):
-            pass
     verdict = checker.Verdict() if unjudged else checker.check(history_mod.read(path))
     for p in problems:
         verdict.violation("-", p)

@@ -22,7 +22,7 @@ import subprocess
 import threading
 import time
 
-from cluster import ChildProcess
+from cluster import ChildProcess, StoreNotReady
 from plan import rng_for
 
 RETRYABLE_TYPES = {"key-in-flight", "store-unavailable", "outcome-not-recorded",
@@ -106,14 +106,7 @@ class WorkerProcess(ChildProcess):
         """Starts the worker; again while it exits because its store is out (a restart drawn
         while PostgreSQL is crashed: seed 20261205 saw `UNAVAILABLE ... retry` at start), for
         `store_wait` seconds at most."""
-        deadline = time.monotonic() + store_wait
-        while True:
-            proc = self.start_once()
-            if proc is not None:
-                break
-            if not self.store_refused() or time.monotonic() > deadline:
-                raise RuntimeError("%s did not start; see %s" % (self.name, self.log))
-            time.sleep(0.5)
+        proc = self.start_while_store_out(self.start_once, store_wait, 0.5)
         pending = {}  # this process's requests without an answer yet
         with self.lock:
             self.proc = proc
@@ -130,7 +123,8 @@ class WorkerProcess(ChildProcess):
             return proc
         proc.kill()
         proc.wait()
-        return None
+        error = StoreNotReady if self.store_refused() else RuntimeError
+        raise error("%s did not start (%s); see %s" % (self.name, proc.returncode, self.log))
 
     def store_refused(self):
         """Whether the last start ended on the store being out (the library's UNAVAILABLE)."""
