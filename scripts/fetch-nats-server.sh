@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Debian 13's nats-server (2.10) for the storm's long profile on JetStream, unpacked into a folder
-# of its own: nothing is installed and the system's nats-server (Debian 12's 2.9.10, the one CI
-# runs) is untouched. nats-server 2.9 cannot fsync each write, and after SIGKILLs and quorum losses
-# it lost writes it had acknowledged (tests/storm/FINDINGS.md); 2.10 takes
-# `jetstream { sync_interval: always }` (scripts/nats-fixture.sh: IDEM_NATS_SYNC=always).
+# A newer nats-server for the storm's JetStream store, from Debian's forky suite (testing;
+# nats-server 2.15), unpacked into a folder of its own: nothing is installed and the system's
+# nats-server (Debian 12's 2.9.10, the one the NATS tests run) is untouched. The storm runs its
+# JetStream cluster on it (scripts/storm.sh; scripts/install-deps.sh fetches it once), because the
+# older servers lose writes they acknowledged under the storm's faults, which would be the store's
+# losses, not idem's, hiding idem's among them (tests/storm/FINDINGS.md, docs/distributed-store.md):
+# 2.9 cannot fsync each write and lost outcomes after SIGKILLs and quorum losses; 2.10.27 with
+# every write fsynced let a restarted server lead the stream before its catch-up was done
+# (nats-server pull request 7040, "partial catchup protection", released in 2.12).
 #
-#   bash scripts/fetch-nats-server.sh [DIR]   (default /tmp/idem-nats-server)
+#   bash scripts/fetch-nats-server.sh [DIR]
 #
-# Prints the server's path. The chain is checked as apt checks it: the suite's InRelease signature
-# against debian-archive-keyring, the package index's SHA-256 from InRelease, the package's SHA-256
-# from the index. Needs curl, gpgv, xz and dpkg (Debian 12 has them; debian-archive-keyring holds
-# the trixie keys).
+# DIR defaults to ~/.cache/idem/nats-server-SUITE; IDEM_DEBIAN_SUITE=trixie gets Debian 13's 2.10.
+# Prints the server's path. When DIR already has it, prints the path and reaches no network. The
+# chain is checked as apt checks it: the suite's InRelease signature against
+# debian-archive-keyring, the package index's SHA-256 from InRelease, the package's SHA-256 from
+# the index. Needs curl, gpgv, xz and dpkg (scripts/install-deps.sh installs them).
 set -euo pipefail
 
-dir=${1:-/tmp/idem-nats-server}
+suite=${IDEM_DEBIAN_SUITE:-forky}
+dir=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/idem/nats-server-$suite}
 mirror=${IDEM_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-suite=trixie
 arch=$(dpkg --print-architecture)
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libnats-dev nats-server
   libfaketime help2man curl python3
+  debian-archive-keyring gpgv xz-utils
   iproute2
   python3-psycopg
   libsystemd-dev systemd dpkg-dev lintian
@@ -33,3 +34,7 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get update -q
   "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# The storm's JetStream cluster runs a newer nats-server than Debian 12 packages (see the script):
+# fetched once into the user's cache, checked against Debian's signatures; nothing installed.
+"$(dirname "$0")/fetch-nats-server.sh" >/dev/null

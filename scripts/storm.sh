@@ -13,9 +13,11 @@
 # missing. A failing run prints its seed, keeps its history (JSON lines) and prints the command
 # that replays the same schedule; exit status 1. Needs python3, and for the server stores what
 # scripts/pg-fixture.sh and scripts/nats-fixture.sh need. --nats-server runs the JetStream
-# cluster on that nats-server (the fixture's IDEM_NATS_SERVER); on 2.10 or later every write is
-# fsynced (sync_interval: always) and an acknowledged write the store then lacks is a violation.
-# scripts/fetch-nats-server.sh gets Debian 13's 2.10 without installing it.
+# cluster on that nats-server (the fixture's IDEM_NATS_SERVER; `--nats-server system` for the
+# one on PATH). Without it the storm runs scripts/fetch-nats-server.sh's (Debian forky's 2.15,
+# fetched once, not installed): older servers lose acknowledged writes under the storm's faults.
+# On 2.10 or later every write is fsynced (sync_interval: always) and an acknowledged write the
+# store then lacks is a violation.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 idem=""
@@ -55,6 +57,16 @@ if [[ -z "$worker" ]]; then
 fi
 if [[ -x "$worker" ]]; then
   args+=(--worker "$worker")
+fi
+if [[ "${IDEM_NATS_SERVER:-}" == system ]]; then
+  unset IDEM_NATS_SERVER
+elif [[ -z "${IDEM_NATS_SERVER:-}" ]]; then
+  if server=$("$repo/scripts/fetch-nats-server.sh"); then
+    export IDEM_NATS_SERVER=$server
+  else
+    echo "storm: could not fetch the storm's nats-server (above); the JetStream store runs on" \
+      "the system's, which can lose acknowledged writes (docs/distributed-store.md)" >&2
+  fi
 fi
 if ! command -v python3 >/dev/null; then
   echo "storm: python3 is needed (scripts/install-deps.sh installs it)" >&2

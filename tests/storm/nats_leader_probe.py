@@ -4,6 +4,11 @@ numbered keys into a three-replica key-value stream and remembers each acknowled
 fault loop kills a server, starts it again and steps the stream's leader down until the restarted
 server leads; at the end every acknowledged key is read back from the leader.
 
+Beside them a reader does what idem does with a key it finds: it reads recently acknowledged
+keys from the stream's leader all the time and, when a read shows an older revision than the one
+acknowledged (a stale read), writes that key expecting the revision it read, as a gateway taking
+over a lapsed claim would. A stale read, or such a write accepted, is the cluster's alone.
+
   python3 tests/storm/nats_leader_probe.py [--cycles N] [--writers N] [--nats-server PATH]
 
 Prints how many acknowledged keys are gone; exit status 1 when any is. The storm's lost outcomes
@@ -82,6 +87,51 @@ class Writer(threading.Thread):
                 i += 1
 
 
+class Reader(threading.Thread):
+    """Reads back keys acknowledged in the last `recent` seconds, over and over."""
+
+    def __init__(self, uri, writers, recent=30.0):
+        super().__init__(daemon=True)
+        self.uri = uri
+        self.writers = writers
+        self.recent = recent
+        self.stale = []  # (key, acknowledged sequence, sequence read, wall time)
+        self.overwritten = []  # keys whose stale-expecting write the leader accepted
+        self.reads = 0
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            now = time.time()
+            recent = [(k, seq) for w in self.writers for k, (seq, at) in list(w.acked.items())
+                      if now - at < self.recent]
+            for key, seq in recent:
+                if self.stop.is_set():
+                    break
+                query = json.dumps({"last_by_subj": "$KV.probe." + key}).encode()
+                try:
+                    reply = request(self.uri, "$JS.API.STREAM.MSG.GET." + STREAM, query,
+                                    timeout=1.0)
+                except (RuntimeError, ValueError):
+                    continue
+                message = reply.get("message")
+                if message is None:
+                    continue  # an error (no leader, timeout): not an answer
+                self.reads += 1
+                if message.get("seq", 0) >= seq:
+                    continue
+                self.stale.append((key, seq, message.get("seq"), time.time()))
+                try:
+                    ack = json.loads(nats_request(
+                        self.uri, "$KV.probe." + key, b"taken", timeout=1.0,
+                        headers={"Nats-Expected-Last-Subject-Sequence": str(message["seq"])}))
+                except (RuntimeError, ValueError):
+                    continue
+                if "seq" in ack and "error" not in ack:
+                    self.overwritten.append(key)
+            time.sleep(0.05)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -111,6 +161,8 @@ def main():
         writers = [Writer(uri, "w%d-k" % n) for n in range(args.writers)]
         for writer in writers:
             writer.start()
+        reader = Reader(uri, writers)
+        reader.start()
         names = {"idem-n%d" % i: i for i in (1, 2, 3)}
         for cycle in range(args.cycles):
             time.sleep(2.0)
@@ -137,6 +189,8 @@ def main():
         for writer in writers:
             writer.stop.set()
             writer.join()
+        reader.stop.set()
+        reader.join()
         time.sleep(2.0)
         gone = []
         acked = {k: v for w in writers for k, v in w.acked.items()}
@@ -147,10 +201,16 @@ def main():
             if message is None or message.get("seq") != seq:
                 gone.append((key, seq, reply.get("error") or "holds sequence %s, not the "
                              "acknowledged update" % message.get("seq")))
-        print("probe: %d keys acknowledged, %d gone" % (len(acked), len(gone)))
+        print("probe: %d keys acknowledged, %d gone; %d reads during the faults, %d stale "
+              "(older than the acknowledged update), %d overwritten by a write expecting the "
+              "stale revision" % (len(acked), len(gone), reader.reads, len(reader.stale),
+                                  len(reader.overwritten)))
+        for key, seq, read, at in reader.stale[:20]:
+            print("probe: STALE %s acknowledged at %d, read back as %s at %.1f" %
+                  (key, seq, read, at))
         for key, seq, error in gone[:20]:
             print("probe: GONE %s (acknowledged at stream sequence %d): %s" % (key, seq, error))
-        return 1 if gone else 0
+        return 1 if gone or reader.stale else 0
     finally:
         fixture("stop", state, env=env)
 
