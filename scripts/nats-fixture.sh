@@ -32,17 +32,18 @@
 # prints why (the log's tail) and exits non-zero. Needs nats-server (Debian package
 # 'nats-server', or IDEM_NATS_SERVER=/path) and curl; no terminal. IDEM_NATS_SYNC=always writes
 # `sync_interval: always` into the jetstream block (every write fsynced before it is acknowledged;
-# nats-server 2.10 and later, which scripts/fetch-nats-server.sh gets from Debian 13).
+# nats-server 2.10 and later; scripts/fetch-nats-server.sh gets one). `server` prints the path of
+# the nats-server the other commands run.
 set -euo pipefail
 
 cmd=${1:-}
 state=${2:-}
 usage() {
   echo "usage: $0 start STATE_DIR [1|3] | stop STATE_DIR |" \
-       "kill-node|start-node|pause-node|resume-node|pid STATE_DIR I | heal STATE_DIR" >&2
+       "kill-node|start-node|pause-node|resume-node|pid STATE_DIR I | heal STATE_DIR | server" >&2
   exit 2
 }
-if [[ -z "$cmd" || -z "$state" ]]; then usage; fi
+if [[ -z "$cmd" || (-z "$state" && "$cmd" != server) ]]; then usage; fi
 
 server=${IDEM_NATS_SERVER:-$(command -v nats-server || true)}
 if [[ -z "$server" && -x /usr/sbin/nats-server ]]; then server=/usr/sbin/nats-server; fi
@@ -276,5 +277,6 @@ case "$cmd" in
   resume-node) load_state; kill -CONT "$(node_pid "${3:-}")" ;;
   pid) load_state; node_pid "${3:-}" ;;
   heal) load_state; heal ;;
+  server) echo "$server" ;;
   *) usage ;;
 esac

@@ -16,13 +16,15 @@ from store_faults import bucket_stream, nats_request
 
 
 def nats_server_setup():
-    """The nats-server the fixture runs (IDEM_NATS_SERVER or the system's) and whether it fsyncs
-    every write: IDEM_NATS_SYNC, or `always` by default on 2.10 and later, which can. 2.9 cannot,
-    and its SIGKILLs lose acknowledged writes (store_losses.py)."""
-    server = os.environ.get("IDEM_NATS_SERVER") or shutil.which("nats-server") or \
-        "/usr/sbin/nats-server"
+    """The nats-server the fixture runs (its own lookup: IDEM_NATS_SERVER or the system's) and
+    whether it fsyncs every write: IDEM_NATS_SYNC, or `always` by default on 2.10 and later, which
+    can. 2.9 cannot, and its SIGKILLs lose acknowledged writes (store_losses.py)."""
     try:
-        out = subprocess.run([server, "--version"], stdout=subprocess.PIPE,
+        found = subprocess.run([NatsStore.script, "server"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=10)
+        if found.returncode != 0:
+            raise OSError(found.stdout.strip())
+        out = subprocess.run([found.stdout.strip(), "--version"], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired) as e:
         return {"nats_server": "unknown (%s)" % e, "nats_sync": os.environ.get("IDEM_NATS_SYNC")}
