@@ -11,9 +11,10 @@ over a lapsed claim would. A stale read, or such a write accepted, is the cluste
 
   python3 tests/storm/nats_leader_probe.py [--cycles N] [--writers N] [--nats-server PATH]
 
-Prints how many acknowledged keys are gone; exit status 1 when any is. The storm's lost outcomes
-on JetStream (FINDINGS.md, seed 20261208) followed this sequence: a server killed after the
-write, restarted, then made the stream's leader by a step-down.
+Prints how many acknowledged keys are gone and how many reads were stale; exit status 1 when
+any is. The storm's lost outcomes on nats-server 2.10.27 (FINDINGS.md, seed 20261208) followed
+this sequence, from a server that was also behind when the leader went away: it led before its
+catch-up was done (nats-server pull request 7040). This loop alone did not make that happen.
 """
 
 import argparse
