@@ -27,7 +27,7 @@ import threading
 import time
 
 from nats_store import wait_for_placement
-from store_faults import nats_request
+from nats_client import nats_request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURE = os.path.join(REPO, "scripts", "nats-fixture.sh")

@@ -12,7 +12,7 @@ import time
 import urllib.request
 
 from cluster import REPO, run
-from store_faults import bucket_stream, nats_request
+from nats_client import bucket_stream, nats_request
 
 
 def nats_server_setup():
