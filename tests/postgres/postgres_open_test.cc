@@ -1,9 +1,11 @@
 // Opening the PostgreSQL store: migrations, and every kind of bad input named clearly.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-
+#include <libpq-fe.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -106,6 +108,49 @@ TEST_F(PostgresOpen, ManyProcessesOpeningAtOnceMigrateOnce) {
             (std::vector<std::vector<std::string>>{{"9", "9", "9"}}));
 }
 
+// Every opening takes the migration lock (processes started together queue on it). A store whose
+// lock_timeout is set short for claims must wait there longer than that, not fail to open: found
+// when a busier test run made one PostgresTransaction test's 100 ms opening fail.
+TEST_F(PostgresOpen, AShortLockTimeoutStillWaitsForAnotherOpenersMigration) {
+  absl::StatusOr<std::string> admin_uri = pgtest::ServerUri();
+  ASSERT_TRUE(admin_uri.ok()) << admin_uri.status();
+  PGconn* holder = PQconnectdb(admin_uri->c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK) << PQerrorMessage(holder);
+  auto run = [&](const char* sql) {
+    PGresult* result = PQexec(holder, sql);
+    const ExecStatusType status = PQresultStatus(result);
+    PQclear(result);
+    return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
+  };
+  ASSERT_TRUE(run("BEGIN"));
+  ASSERT_TRUE(run("SELECT pg_advisory_xact_lock(452655934721)"));  // the migration lock's key
+
+  const std::string name = "idem-open-" + schema_;
+  StoreOptions options;
+  options.lock_timeout = std::chrono::milliseconds(100);
+  absl::Status opened = absl::UnknownError("not opened");
+  std::atomic<bool> done{false};
+  std::thread opener([&] {
+    opened = OpenStore(uri_ + "&application_name=" + name, options).status();
+    done = true;
+  });
+  // Held until the opening has waited on it three times its lock_timeout (or has given up).
+  const std::string waited_long = fmt::format(
+      "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{}' AND "
+      "wait_event_type = 'Lock' AND now() - query_start > interval '300 milliseconds'",
+      name);
+  bool seen = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done && !seen && std::chrono::steady_clock::now() < deadline) {
+    seen = Rows(waited_long) == std::vector<std::vector<std::string>>{{"1"}};
+  }
+  EXPECT_TRUE(run("COMMIT"));
+  opener.join();
+  PQfinish(holder);
+  EXPECT_TRUE(seen) << "the opening never waited 300 ms for the migration lock";
+  EXPECT_TRUE(opened.ok()) << opened;
+}
+
 TEST_F(PostgresOpen, MalformedUriIsInvalidArgument) {
   absl::Status status = OpenStore("postgresql://user@127.0.0.1:5432/db?no_such_option=1").status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
@@ -161,8 +206,8 @@ class PostgresPassfile : public PostgresOpen {
   }
   // The role idem_password with no password in the URI; `query` added before the schema's.
   std::string UriWithoutPassword(std::string_view query) const {
-    return pgtest::UriWithSchema(fmt::format("{}{}", ServerWith("idem_password", "postgres"), query),
-                                 schema_);
+    return pgtest::UriWithSchema(
+        fmt::format("{}{}", ServerWith("idem_password", "postgres"), query), schema_);
   }
   std::string passfile_;
 };

@@ -122,6 +122,7 @@ TEST_F(PostgresTransaction, WaitLongerThanLockTimeoutIsUnavailable) {
   StoreOptions options;
   options.lock_timeout = std::chrono::milliseconds(200);
   std::unique_ptr<Store> impatient = Open(options);
+  ASSERT_NE(impatient, nullptr);
   auto winner = Begin(*store_);
   ASSERT_TRUE(winner->Claim(scope_, "fp", "winner").ok());
 
@@ -136,6 +137,7 @@ TEST_F(PostgresTransaction, StatementLongerThanStatementTimeoutIsUnavailable) {
   StoreOptions options;
   options.statement_timeout = std::chrono::milliseconds(100);
   std::unique_ptr<Store> strict = Open(options);
+  ASSERT_NE(strict, nullptr);
   auto tx = Begin(*strict);
   absl::StatusOr<std::vector<SqlRow>> rows = tx->Query("SELECT pg_sleep(30)");
   EXPECT_EQ(rows.status().code(), absl::StatusCode::kUnavailable) << rows.status();
@@ -254,6 +256,7 @@ TEST_F(PostgresTransaction, TimeoutChangedByTheCallersSqlIsRestoredForTheNextTra
   options.max_connections = 1;  // the next transaction gets the same connection
   options.statement_timeout = std::chrono::milliseconds(1234);
   std::unique_ptr<Store> single = Open(options);
+  ASSERT_NE(single, nullptr);
   auto show = [&] {
     auto tx = Begin(*single);
     absl::StatusOr<std::vector<SqlRow>> rows = tx->Query("SHOW statement_timeout");
@@ -284,6 +287,7 @@ TEST_F(PostgresTransaction, KilledConnectionIsUnavailableAndNotReused) {
   StoreOptions options;
   options.max_connections = 1;
   std::unique_ptr<Store> single = Open(options);
+  ASSERT_NE(single, nullptr);
   auto tx = Begin(*single);
   const int64_t pid = BackendPid(*tx);
   Admin(fmt::format("SELECT pg_terminate_backend({})", pid));
@@ -301,6 +305,7 @@ TEST_F(PostgresTransaction, KilledConnectionIsUnavailableAndNotReused) {
 
 TEST_F(PostgresTransaction, TransactionOutlivingItsStoreStillCommits) {
   std::unique_ptr<Store> store = Open({});
+  ASSERT_NE(store, nullptr);
   auto tx = Begin(*store);
   store.reset();
   ASSERT_TRUE(tx->Execute("INSERT INTO effects VALUES ('late', 1)").ok());
@@ -313,6 +318,7 @@ TEST_F(PostgresTransaction, PoolNeverLendsMoreThanMaxConnections) {
   options.max_connections = 2;
   options.lock_timeout = std::chrono::milliseconds(100);
   std::unique_ptr<Store> small = Open(options);
+  ASSERT_NE(small, nullptr);
   auto first = Begin(*small);
   auto second = Begin(*small);
   absl::StatusOr<std::unique_ptr<StoreTransaction>> third = small->Begin();

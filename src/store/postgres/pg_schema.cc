@@ -144,9 +144,14 @@ std::string MigrationChecksum(std::string_view sql) {
   return fmt::format("{:016x}", hash);
 }
 
-absl::Status Migrate(PgConnection& conn, std::span<const Migration> migrations, int64_t now_ms) {
+absl::Status Migrate(PgConnection& conn, std::span<const Migration> migrations, int64_t now_ms,
+                     std::chrono::milliseconds lock_timeout) {
   IDEM_RETURN_IF_ERROR(ExecSimple(conn, "BEGIN", "starting the migration"));
-  absl::Status status = MigrateLocked(conn, migrations, now_ms);
+  absl::Status status = ExecSimple(conn,
+                                   fmt::format("SET LOCAL lock_timeout = {}",
+                                               std::max(lock_timeout, kMigrationLockWait).count()),
+                                   "setting the migration's lock wait");
+  if (status.ok()) status = MigrateLocked(conn, migrations, now_ms);
   if (status.ok()) status = ExecSimple(conn, "COMMIT", "committing the migration");
   if (!status.ok() && !conn.broken()) {
     // Nothing of a failed migration stays; a failed ROLLBACK means the connection is gone,

@@ -4,6 +4,7 @@
 #ifndef IDEM_STORE_POSTGRES_PG_SCHEMA_H_
 #define IDEM_STORE_POSTGRES_PG_SCHEMA_H_
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -26,11 +27,19 @@ std::span<const Migration> KnownMigrations();
 std::string MigrationChecksum(std::string_view sql);
 
 // Brings the schema of `conn`'s search_path to the newest version, applying `migrations` that
-// are missing (tests pass their own list; the store passes KnownMigrations()).
+// are missing (tests pass their own list; the store passes KnownMigrations()). Waits for another
+// process's migration (processes started together, each opening) for `lock_timeout` but at least
+// kMigrationLockWait, within the connection's statement_timeout.
 // Errors: FailedPrecondition for a schema that is not idem's, one newer than this idem, one whose
 // applied migrations differ from this idem's, or a migration the server rejected (nothing of it
 // is applied); Unavailable when the server is busy or gone.
-absl::Status Migrate(PgConnection& conn, std::span<const Migration> migrations, int64_t now_ms);
+absl::Status Migrate(PgConnection& conn, std::span<const Migration> migrations, int64_t now_ms,
+                     std::chrono::milliseconds lock_timeout);
+
+// The least an opening waits for the migration lock. Every opening takes that lock, if only to
+// read which migrations are applied; a lock_timeout set short for claims (a quick 409 under
+// contention) must not turn "another process is opening" into a failed start.
+inline constexpr std::chrono::milliseconds kMigrationLockWait = std::chrono::seconds(30);
 
 }  // namespace idem::postgres
 

@@ -215,7 +215,8 @@ absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(std::string_view connin
   {
     IDEM_ASSIGN_OR_RETURN(PooledConnection conn, pool->Acquire());
     Clock& clock = options.clock != nullptr ? *options.clock : SystemClock();
-    IDEM_RETURN_IF_ERROR(Migrate(*conn, KnownMigrations(), clock.NowMillis()));
+    IDEM_RETURN_IF_ERROR(
+        Migrate(*conn, KnownMigrations(), clock.NowMillis(), options.lock_timeout));
   }
   return std::make_unique<PostgresStore>(std::move(pool), options);
 }
