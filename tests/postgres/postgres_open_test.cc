@@ -17,6 +17,7 @@
 #include "idem/postgres_store.h"
 #include "idem/store.h"
 #include "pg_test_support.h"
+#include "store/postgres/pg_schema.h"
 
 namespace idem {
 namespace {
@@ -123,7 +124,8 @@ TEST_F(PostgresOpen, AShortLockTimeoutStillWaitsForAnotherOpenersMigration) {
     return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
   };
   ASSERT_TRUE(run("BEGIN"));
-  ASSERT_TRUE(run("SELECT pg_advisory_xact_lock(452655934721)"));  // the migration lock's key
+  ASSERT_TRUE(
+      run(fmt::format("SELECT pg_advisory_xact_lock({})", postgres::kMigrationLockKey).c_str()));
 
   const std::string name = "idem-open-" + schema_;
   StoreOptions options;

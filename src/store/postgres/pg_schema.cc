@@ -17,10 +17,6 @@ constexpr Migration kMigrations[] = {
 #include "pg_migrations.inc"
 };
 
-// Serialises migrations of every idem store in the database (transaction-scoped: released at
-// COMMIT or ROLLBACK, also when the connection dies). "idem" in ASCII, then 1.
-constexpr int64_t kMigrationLockKey = 0x6964656d01;
-
 constexpr std::string_view kCreateMigrationsTable =
     "CREATE TABLE idem_schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
     "checksum text NOT NULL, applied_ms bigint NOT NULL)";

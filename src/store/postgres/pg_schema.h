@@ -36,6 +36,11 @@ std::string MigrationChecksum(std::string_view sql);
 absl::Status Migrate(PgConnection& conn, std::span<const Migration> migrations, int64_t now_ms,
                      std::chrono::milliseconds lock_timeout);
 
+// The advisory lock that serialises migrations of every idem store in the database
+// (transaction-scoped: released at COMMIT or ROLLBACK, also when the connection dies). "idem" in
+// ASCII, then 1. Persisted in effect: processes of two idem versions must take the same one.
+inline constexpr int64_t kMigrationLockKey = 0x6964656d01;
+
 // The least an opening waits for the migration lock. Every opening takes that lock, if only to
 // read which migrations are applied; a lock_timeout set short for claims (a quick 409 under
 // contention) must not turn "another process is opening" into a failed start.
