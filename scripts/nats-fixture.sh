@@ -32,8 +32,10 @@
 # prints why (the log's tail) and exits non-zero. Needs nats-server (Debian package
 # 'nats-server', or IDEM_NATS_SERVER=/path) and curl; no terminal. IDEM_NATS_SYNC=always writes
 # `sync_interval: always` into the jetstream block (every write fsynced before it is acknowledged;
-# nats-server 2.10 and later; scripts/fetch-nats-server.sh gets one). `server` prints the path of
-# the nats-server the other commands run.
+# nats-server 2.10 and later; scripts/fetch-nats-server.sh gets one). IDEM_NATS_SERVER=fetched
+# runs the one scripts/fetch-nats-server.sh keeps (fetching it if it is not there yet). The
+# commands after `start` run the server `start` ran. `server` prints the path of the nats-server
+# `start` would run.
 set -euo pipefail
 
 cmd=${1:-}
@@ -47,6 +49,12 @@ if [[ -z "$cmd" || (-z "$state" && "$cmd" != server) ]]; then usage; fi
 
 server=${IDEM_NATS_SERVER:-$(command -v nats-server || true)}
 if [[ -z "$server" && -x /usr/sbin/nats-server ]]; then server=/usr/sbin/nats-server; fi
+if [[ "$server" == fetched ]]; then
+  if ! server=$("$(dirname "${BASH_SOURCE[0]}")/fetch-nats-server.sh"); then
+    echo "nats-fixture: IDEM_NATS_SERVER=fetched, and scripts/fetch-nats-server.sh failed (above)" >&2
+    exit 1
+  fi
+fi
 if [[ -z "$server" || ! -x "$server" ]]; then
   echo "nats-fixture: no nats-server found; install the Debian package 'nats-server'" \
        "(scripts/install-deps.sh) or set IDEM_NATS_SERVER" >&2
@@ -161,6 +169,7 @@ start() {
         echo "IDEM_NATS_ROOT=$root"
         echo "IDEM_NATS_NODES=$nodes"
         echo "IDEM_NATS_HTTP_PORTS=\"${http[*]}\""
+        printf 'IDEM_NATS_STARTED_SERVER=%q\n' "$server"
       } >"$state/env"
       hold_reserved_ports "$root/ports.holder"
       echo "nats-fixture: $("$server" --version) x$nodes: $(cat "$state/url"), data in $root"
@@ -187,6 +196,9 @@ load_state() {
   fi
   # shellcheck disable=SC1091
   source "$state/env"
+  # A node started again runs the server the fixture started with, whatever this call's
+  # environment names (a test's own commands do not carry the fixture's IDEM_NATS_SERVER).
+  server=${IDEM_NATS_STARTED_SERVER:-$server}
 }
 
 node_dir() {
