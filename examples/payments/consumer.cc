@@ -17,7 +17,7 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::array<std::string_view, 1> kSchema = {
+constexpr std::array<std::string_view, 1> kConsumerSchema = {
     "CREATE TABLE IF NOT EXISTS payments_customer_totals (customer TEXT PRIMARY KEY,"
     " payments BIGINT NOT NULL, refunds BIGINT NOT NULL, paid BIGINT NOT NULL,"
     " refunded BIGINT NOT NULL)",
@@ -133,7 +133,7 @@ absl::StatusOr<std::unique_ptr<Consumer>> Consumer::Open(std::string_view store_
   if (!key.ok()) return key.status();
   auto store = OpenStore(store_uri);
   if (!store.ok()) return store.status();
-  if (absl::Status created = CreateTables(**store, kSchema, "consumer's"); !created.ok()) {
+  if (absl::Status created = CreateTables(**store, kConsumerSchema, "consumer's"); !created.ok()) {
     return created;
   }
   return std::unique_ptr<Consumer>(new Consumer(*std::move(store), *std::move(key)));

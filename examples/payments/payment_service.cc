@@ -20,7 +20,7 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::array<std::string_view, 3> kSchema = {
+constexpr std::array<std::string_view, 3> kPaymentsSchema = {
     "CREATE TABLE IF NOT EXISTS payments (id TEXT PRIMARY KEY, amount BIGINT NOT NULL,"
     " currency TEXT NOT NULL, customer TEXT NOT NULL, refunded BIGINT NOT NULL DEFAULT 0,"
     " created_ms BIGINT NOT NULL)",
@@ -161,7 +161,7 @@ PaymentService::PaymentService(std::unique_ptr<Store> store)
 absl::StatusOr<std::unique_ptr<PaymentService>> PaymentService::Open(std::string_view store_uri) {
   auto store = OpenStore(store_uri);
   if (!store.ok()) return store.status();
-  if (absl::Status created = CreateTables(**store, kSchema, "payments"); !created.ok()) {
+  if (absl::Status created = CreateTables(**store, kPaymentsSchema, "payments"); !created.ok()) {
     return created;
   }
   return std::unique_ptr<PaymentService>(new PaymentService(*std::move(store)));

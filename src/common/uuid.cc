@@ -16,15 +16,10 @@
 #include <optional>
 #include <span>
 
+#include "common/hex_digit.h"
+
 namespace idem {
 namespace {
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 bool IsHyphenPosition(std::size_t i) { return i == 8 || i == 13 || i == 18 || i == 23; }
 
@@ -78,7 +73,7 @@ absl::StatusOr<Uuid> ParseUuid(std::string_view text) {
       return absl::InvalidArgumentError(
           fmt::format("UUID \"{}\" needs '-' at position {}", text, i));
     }
-    const int value = HexValue(text[i]);
+    const int value = HexDigitValue(text[i]);
     if (value < 0) {
       return absl::InvalidArgumentError(
           fmt::format("UUID \"{}\" has non-hex character '{}' at position {}", text, text[i], i));

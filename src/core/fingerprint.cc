@@ -98,7 +98,7 @@ std::string Lower(std::string_view text) {
   return out;
 }
 
-bool IsTokenChar(char c) {
+bool IsHttpTokenChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
          std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
@@ -141,7 +141,7 @@ absl::Status ValidateFingerprintOptions(const FingerprintOptions& options) {
     }
   }
   for (const std::string& name : options.included_headers) {
-    if (name.empty() || !std::all_of(name.begin(), name.end(), IsTokenChar)) {
+    if (name.empty() || !std::all_of(name.begin(), name.end(), IsHttpTokenChar)) {
       return absl::InvalidArgumentError(
           fmt::format("header name \"{}\" is not a valid HTTP field name; use letters, digits and "
                       "!#$%&'*+-.^_`|~",

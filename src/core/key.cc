@@ -13,7 +13,7 @@ namespace {
 bool IsVisibleAscii(unsigned char c) { return c >= 0x21 && c <= 0x7E; }
 
 // RFC 8941 §3.3.4: tchar (RFC 9110) plus ':' and '/'.
-bool IsTokenChar(unsigned char c) {
+bool IsStructuredTokenChar(unsigned char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   return std::string_view("!#$%&'*+-.^_`|~:/").find(static_cast<char>(c)) != std::string_view::npos;
 }
@@ -106,7 +106,7 @@ absl::StatusOr<std::string> ParseBare(std::string_view value) {
   while (end < value.size()) {
     const auto c = static_cast<unsigned char>(value[end]);
     if (std::string message = ForbiddenByte(c, end); !message.empty()) return Invalid(message);
-    if (!IsTokenChar(c)) break;
+    if (!IsStructuredTokenChar(c)) break;
     ++end;
   }
   if (end < value.size() && value[end] == ' ') {

@@ -6,6 +6,7 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -27,6 +28,10 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+
+// The completion token of every awaited operation whose error the caller handles itself: the
+// error comes back in a tuple instead of as an exception.
+inline constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 }  // namespace idem::gateway
 

@@ -27,7 +27,6 @@ namespace idem::gateway {
 namespace {
 
 using Metric = Metrics::Recovered;
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr int64_t kPage = 500;  // lapsed claims read per List call
 
 // How long a key waits after its `attempts`-th attempt got a transient answer: exponential from

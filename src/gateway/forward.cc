@@ -28,8 +28,7 @@
 namespace idem::gateway {
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-constexpr uint32_t kHeaderLimit = 64 * 1024;
+constexpr uint32_t kUpstreamHeaderLimit = 64 * 1024;
 constexpr size_t kAnswerArena = 1024;
 using ArenaFields = http::basic_fields<std::pmr::polymorphic_allocator<char>>;
 
@@ -164,7 +163,7 @@ asio::awaitable<UpstreamAnswer> ForwardBuffered(UpstreamPool& pool,
   if (pool.store_limit > 0) max_body = std::min(max_body, static_cast<uint64_t>(pool.store_limit));
   const hc::SendOptions options{
       .deadline = std::chrono::steady_clock::now() + timeout,
-      .limits = {.max_body = max_body, .max_header = kHeaderLimit},
+      .limits = {.max_body = max_body, .max_header = kUpstreamHeaderLimit},
       .resend = hc::Resend::kUnwritten};
   // A connected slot is bound to the send only when given: an unbound send still follows the
   // calling coroutine's own cancellation (a parallel group's).
@@ -265,7 +264,7 @@ asio::awaitable<bool> RelayPassThrough(hc::Stream& client, beast::flat_buffer& c
   std::optional<http::response_parser<http::buffer_body>> response;
   for (int interim = 0;; ++interim) {
     response.emplace();
-    response->header_limit(kHeaderLimit);
+    response->header_limit(kUpstreamHeaderLimit);
     response->body_limit(boost::none);
     if (head) response->skip(true);
     upstream.tcp().expires_after(idle_timeout);

@@ -5,7 +5,7 @@
 namespace idem::gateway {
 namespace {
 
-using Kind = ClaimDecision::Kind;
+using DecisionKind = ClaimDecision::Kind;
 
 KeyRecord Record(KeyState state, std::string fp, int64_t lease_until_ms = 0) {
   KeyRecord r;
@@ -16,22 +16,25 @@ KeyRecord Record(KeyState state, std::string fp, int64_t lease_until_ms = 0) {
 }
 
 TEST(DecideClaim, WinnerForwards) {
-  EXPECT_EQ(DecideClaim(true, Record(KeyState::kInProgress, "f"), "f", 0).kind, Kind::kForward);
+  EXPECT_EQ(DecideClaim(true, Record(KeyState::kInProgress, "f"), "f", 0).kind,
+            DecisionKind::kForward);
 }
 
 TEST(DecideClaim, StoredOutcomeOfSameRequestReplays) {
-  EXPECT_EQ(DecideClaim(false, Record(KeyState::kCompleted, "f"), "f", 0).kind, Kind::kReplay);
-  EXPECT_EQ(DecideClaim(false, Record(KeyState::kFailedFinal, "f"), "f", 0).kind, Kind::kReplay);
+  EXPECT_EQ(DecideClaim(false, Record(KeyState::kCompleted, "f"), "f", 0).kind,
+            DecisionKind::kReplay);
+  EXPECT_EQ(DecideClaim(false, Record(KeyState::kFailedFinal, "f"), "f", 0).kind,
+            DecisionKind::kReplay);
 }
 
 TEST(DecideClaim, OtherRequestIsAMismatchInEveryState) {
   for (KeyState s : {KeyState::kInProgress, KeyState::kCompleted, KeyState::kFailedFinal})
-    EXPECT_EQ(DecideClaim(false, Record(s, "other"), "f", 0).kind, Kind::kMismatch);
+    EXPECT_EQ(DecideClaim(false, Record(s, "other"), "f", 0).kind, DecisionKind::kMismatch);
 }
 
 TEST(DecideClaim, InFlightRetryAfterIsTheLeaseLeftRoundedUpAtLeastOne) {
   ClaimDecision d = DecideClaim(false, Record(KeyState::kInProgress, "f", 12'500), "f", 10'000);
-  EXPECT_EQ(d.kind, Kind::kInFlight);
+  EXPECT_EQ(d.kind, DecisionKind::kInFlight);
   EXPECT_EQ(d.retry_after_seconds, 3);
   EXPECT_EQ(DecideClaim(false, Record(KeyState::kInProgress, "f", 9'000), "f", 10'000)
                 .retry_after_seconds,

@@ -32,7 +32,6 @@ namespace {
 
 using Steady = std::chrono::steady_clock;
 using asio::experimental::awaitable_operators::operator||;
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr Millis kWaitPoll = 50ms;  // a waiting duplicate looks again this often
 
 // A store's words (which may name its user, host, port and database) go to the log only, under

@@ -18,7 +18,6 @@
 namespace idem::gateway {
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 // Retries of a pending write: full jitter from 100 ms, capped at 1 s, so that a store coming
 // back is noticed within about a second, and a thousand pending writes spread over that second.
 constexpr retry::BackoffOptions kRecordBackoff{

@@ -30,7 +30,6 @@
 namespace idem::gateway {
 namespace {
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr size_t kMaxOpenUpstream = 1024;  // upstream connections open at once per io thread
 constexpr size_t kMaxIdleUpstream = 256;   // idle upstream connections kept per io thread
 

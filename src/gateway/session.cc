@@ -31,8 +31,7 @@ namespace {
 
 namespace hc = ::idem::http;
 using SteadyClock = std::chrono::steady_clock;
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-constexpr uint32_t kHeaderLimit = 64 * 1024;
+constexpr uint32_t kRequestHeaderLimit = 64 * 1024;
 constexpr Millis kLinger = 2s;
 
 std::vector<Header> HeadersOf(const http::fields& fields) {
@@ -345,7 +344,7 @@ asio::awaitable<void> ServeConnection(GatewayContext& ctx, UpstreamPool& pool,
   std::string method, target;
   for (int served = 0; !ctx.draining; ++served) {
     http::request_parser<http::empty_body> head;
-    head.header_limit(kHeaderLimit);
+    head.header_limit(kRequestHeaderLimit);
     head.body_limit(boost::none);
     stream.tcp().expires_after(ctx.config.header_timeout);
     entry.reading_head = true;

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "retry/optional_whitespace.h"
 
 namespace idem::retry {
 namespace {
@@ -107,16 +108,10 @@ std::optional<Civil> ParseForms(std::string_view text) {
   return std::nullopt;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 absl::StatusOr<int64_t> ParseHttpDate(std::string_view text) {
-  std::optional<Civil> c = ParseForms(Trim(text));
+  std::optional<Civil> c = ParseForms(TrimOptionalWhitespace(text));
   if (!c || c->month < 1 || c->day < 1 || c->day > 31 || c->hour > 23 || c->minute > 59 ||
       c->second > 60) {
     return absl::InvalidArgumentError(fmt::format(
@@ -127,7 +122,7 @@ absl::StatusOr<int64_t> ParseHttpDate(std::string_view text) {
 }
 
 absl::StatusOr<Millis> ParseRetryAfter(std::string_view text, int64_t now_millis) {
-  std::string_view t = Trim(text);
+  std::string_view t = TrimOptionalWhitespace(text);
   if (!t.empty() && t.find_first_not_of("0123456789") == std::string_view::npos) {
     if (t.size() > 10) return Millis(int64_t{9'999'999'999} * 1000);  // absurd: caller bounds it
     int64_t seconds = 0;

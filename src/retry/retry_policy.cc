@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "absl/status/status.h"
+#include "retry/optional_whitespace.h"
 
 namespace idem::retry {
 namespace {
@@ -18,16 +19,10 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
          });
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 bool IsDoNotRetry(std::string_view header_value) {
-  return EqualsIgnoreCase(Trim(header_value), kRetryNeverValue);
+  return EqualsIgnoreCase(TrimOptionalWhitespace(header_value), kRetryNeverValue);
 }
 
 bool IsIdempotentMethod(std::string_view method) {

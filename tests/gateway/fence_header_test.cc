@@ -17,7 +17,7 @@ namespace {
 
 using Reply = ScriptedUpstream::Reply;
 
-const char kConfig[] = R"(
+const char kFenceHeaderConfig[] = R"(
 lease = "2s"
 upstream_timeout = "1s"
 recover_interval = "500ms"
@@ -93,7 +93,7 @@ class FenceHeaderE2E : public GatewayFixture {};
 
 TEST_F(FenceHeaderE2E, EveryGuardedForwardCarriesItsKeysFenceOverTheClientsValue) {
   RecordingUpstream upstream;
-  StartGateway({"--config", Config(kConfig)}, upstream.Url());
+  StartGateway({"--config", Config(kFenceHeaderConfig)}, upstream.Url());
   const Response first = Post("fence-1", kBody, {{"Idempotency-Fence", "999999999"}});
   EXPECT_EQ(first.status, 201) << first.body;
   const Response second = Post("fence-2");
@@ -114,7 +114,7 @@ TEST_F(FenceHeaderE2E, EveryGuardedForwardCarriesItsKeysFenceOverTheClientsValue
 TEST_F(FenceHeaderE2E, TheCompletersResendCarriesItsOwnGreaterFence) {
   RecordingUpstream upstream;
   upstream.HoldFirstRequestOf("fence-r");
-  const std::string config = Config(kConfig);
+  const std::string config = Config(kFenceHeaderConfig);
   StartGateway({"--config", config}, upstream.Url());
   const int other_port = FreePort(), other_admin = FreePort();
   auto other =

@@ -20,7 +20,7 @@ using std::chrono::milliseconds;
 constexpr milliseconds kLease{2000};
 constexpr milliseconds kInterval{500};
 
-const char kConfig[] = R"(
+const char kRecoverConfig[] = R"(
 lease = "2s"
 upstream_timeout = "1s"
 recover_interval = "500ms"
@@ -44,7 +44,7 @@ class RecoverE2E : public GatewayFixture {
   void SetUp() override {
     GatewayFixture::SetUp();
     if (HasFatalFailure()) return;
-    config_ = Config(kConfig);
+    config_ = Config(kRecoverConfig);
   }
 
   // Starts another gateway on the store, with the recovery config; returns it and its ports.

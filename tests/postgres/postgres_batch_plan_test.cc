@@ -24,7 +24,7 @@ namespace {
 using namespace std::chrono_literals;
 using Kind = LeaseWrite::Kind;
 
-LeaseWrite Claim(std::string key) {
+LeaseWrite PlanClaim(std::string key) {
   return {.kind = Kind::kClaim,
           .scope = {"t", std::move(key)},
           .fingerprint = std::string(64, 'a'),
@@ -65,7 +65,7 @@ class PostgresBatchPlans : public ::testing::Test {
   // Batch `round`: claims four new keys and completes the four of the round before.
   absl::Status RunBatch(int round) {
     std::vector<LeaseWrite> writes;
-    for (int k = 0; k < 4; ++k) writes.push_back(Claim(fmt::format("key-{}-{}", round, k)));
+    for (int k = 0; k < 4; ++k) writes.push_back(PlanClaim(fmt::format("key-{}-{}", round, k)));
     for (int k = 0; k < 4 && round > 0; ++k) {
       writes.push_back(Complete(fmt::format("key-{}-{}", round - 1, k), fences_[k]));
     }
@@ -219,7 +219,7 @@ TEST_F(PostgresBatchPlans, OnALargeTableTheFencedWritesRunFromOnePlanOfPrimaryKe
                   .ok());
   // The first batch learns the table's size; the five after it record outcomes.
   for (int round = 0; round < 6; ++round) ASSERT_TRUE(RunBatch(round).ok());
-  const std::vector<LeaseWrite> claims = {Claim("beat"), Claim("drop")};
+  const std::vector<LeaseWrite> claims = {PlanClaim("beat"), PlanClaim("drop")};
   absl::StatusOr<std::vector<LeaseWriteResult>> claimed = store_->ApplyLeaseBatch(claims);
   ASSERT_TRUE(claimed.ok()) << claimed.status();
   const std::vector<LeaseWrite> fenced_writes = {
@@ -255,8 +255,7 @@ TEST_F(PostgresBatchPlans, OnALargeTableTheFencedWritesRunFromOnePlanOfPrimaryKe
     const std::string text = PlanOnStoreConnection(
         {"SET LOCAL enable_seqscan = off", "SET LOCAL plan_cache_mode = force_generic_plan",
          "EXPLAIN EXECUTE " + execute});
-    EXPECT_NE(text.find("Index Cond: ((tenant = u.t) AND (key = u.k))"), std::string::npos)
-        << text;
+    EXPECT_NE(text.find("Index Cond: ((tenant = u.t) AND (key = u.k))"), std::string::npos) << text;
   }
 }
 
@@ -266,8 +265,8 @@ TEST_F(PostgresBatchPlans, ABatchOnANewConnectionPreparesItsStatementsAgain) {
   const std::vector<SqlRow> pid = OnStoreConnection({"SELECT pg_backend_pid()"});
   ASSERT_EQ(pid.size(), 1u);
   const int64_t old_pid = std::get<int64_t>(pid[0][0]);
-  ASSERT_TRUE(pgtest::AdminQuery({}, fmt::format("SELECT pg_terminate_backend({}, 10000)", old_pid))
-                  .ok());
+  ASSERT_TRUE(
+      pgtest::AdminQuery({}, fmt::format("SELECT pg_terminate_backend({}, 10000)", old_pid)).ok());
   // The batch on the dead connection fails (nothing of it applied) and the pool drops it; the next
   // runs on a new connection, where no statement of idem's is prepared yet.
   absl::Status status = RunBatch(3);

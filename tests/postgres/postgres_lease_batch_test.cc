@@ -18,14 +18,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int kKeys = 24;
+constexpr int kBatchKeys = 24;
 constexpr int kRounds = 8;
 
 // The claims of one round, keys in ascending order, or descending when `reversed`.
 std::vector<LeaseWrite> ClaimsOfRound(int round, bool reversed, const std::string& owner) {
   std::vector<LeaseWrite> writes;
-  for (int i = 0; i < kKeys; ++i) {
-    const int k = reversed ? kKeys - 1 - i : i;
+  for (int i = 0; i < kBatchKeys; ++i) {
+    const int k = reversed ? kBatchKeys - 1 - i : i;
     writes.push_back({.kind = LeaseWrite::Kind::kClaim,
                       .scope = {"tenant", fmt::format("round-{}-key-{:02}", round, k)},
                       .fingerprint = std::string(64, 'a'),
@@ -62,9 +62,9 @@ TEST(PostgresLeaseBatch, TwoGatewaysBatchingOneKeySetInOppositeOrdersNeitherDead
   for (int round = 0; round < kRounds; ++round) {
     ASSERT_TRUE(got_a[round].ok()) << got_a[round].status();
     ASSERT_TRUE(got_b[round].ok()) << got_b[round].status();
-    for (int k = 0; k < kKeys; ++k) {
+    for (int k = 0; k < kBatchKeys; ++k) {
       const LeaseWriteResult& ra = (*got_a[round])[k];
-      const LeaseWriteResult& rb = (*got_b[round])[kKeys - 1 - k];
+      const LeaseWriteResult& rb = (*got_b[round])[kBatchKeys - 1 - k];
       ASSERT_TRUE(ra.status.ok()) << ra.status;
       ASSERT_TRUE(rb.status.ok()) << rb.status;
       EXPECT_NE(ra.claimed, rb.claimed) << "round " << round << " key " << k;

@@ -25,7 +25,7 @@ using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
 
 constexpr int kThreads = 6;
-constexpr int kKeys = 12;
+constexpr int kDeadlockKeys = 12;
 constexpr auto kRunFor = 4s;
 
 // One thread's batches: random writes on a few keys, a key often twice in a batch, claims with
@@ -52,7 +52,8 @@ class Writer {
 
  private:
   std::vector<LeaseWrite> NextBatch() {
-    std::uniform_int_distribution<int> size(2, 6), key(0, kKeys - 1), lease(20, 100), kind(0, 9);
+    std::uniform_int_distribution<int> size(2, 6), key(0, kDeadlockKeys - 1), lease(20, 100),
+        kind(0, 9);
     std::vector<LeaseWrite> writes;
     const int n = size(rng_);
     for (int i = 0; i < n; ++i) {

@@ -10,8 +10,6 @@
 namespace idem::nats {
 namespace {
 
-constexpr char kOperationHeader[] = "KV-Operation";
-
 std::string SubjectOf(const std::string& bucket, const std::string& key) {
   return fmt::format("$KV.{}.{}", bucket, key);
 }

@@ -47,6 +47,9 @@ struct Entry {
 // so that the next claim of the key draws above it (nats_keyspace.h, NewFence).
 inline constexpr char kRemovedFenceHeader[] = "Idem-Fence";
 
+// The key-value protocol's header that marks an entry as a delete or a purge.
+inline constexpr char kOperationHeader[] = "KV-Operation";
+
 struct PendingWrites;  // nats_write_many.cc
 class LeaderRoutes;    // nats_leaders.h
 

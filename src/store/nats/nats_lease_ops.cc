@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/status_macros.h"
+#include "core/lease_length.h"
 #include "core/retried_write.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
@@ -143,18 +144,12 @@ LeaseStep DecideFenced(const LeaseRules& rules, const LeaseWrite& write, bool ba
   return step;
 }
 
-absl::Status CheckLease(Millis lease) {
-  if (lease.count() > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      fmt::format("a lease must be positive, got {} ms", lease.count()));
-}
-
 }  // namespace
 
 absl::Status CheckLeaseWrite(const LeaseWrite& write) {
   IDEM_RETURN_IF_ERROR(ValidateScope(write.scope));
   if (write.kind == LeaseWrite::Kind::kClaim || write.kind == LeaseWrite::Kind::kHeartbeat) {
-    return CheckLease(write.lease);
+    return CheckLeaseLength(write.lease);
   }
   return absl::OkStatus();
 }
@@ -181,7 +176,7 @@ absl::Status Contended(const Scope& scope) {
 absl::StatusOr<KeyRecord> TakeOverKey(Keyspace& keyspace, const LeaseRules& rules,
                                       const ClaimRequest& request, int64_t expected_fence) {
   IDEM_RETURN_IF_ERROR(ValidateScope(request.scope));
-  IDEM_RETURN_IF_ERROR(CheckLease(request.lease));
+  IDEM_RETURN_IF_ERROR(CheckLeaseLength(request.lease));
   for (int attempt = 0; attempt < kMaxLeaseAttempts; ++attempt) {
     const int64_t now = rules.clock.NowMillis();
     IDEM_ASSIGN_OR_RETURN(Current current, keyspace.Load(request.scope));

@@ -17,7 +17,6 @@ namespace idem::nats {
 namespace {
 
 constexpr char kExpectedSubjectSequence[] = "Nats-Expected-Last-Subject-Sequence";
-constexpr char kOperationHeader[] = "KV-Operation";
 constexpr char kRollupHeader[] = "Nats-Rollup";
 // How long a call waits beyond the timeout libnats applies to each publish (which answers every
 // write it sent, with a timeout at worst) before it gives a write up as unknown itself.

@@ -8,18 +8,13 @@
 #include <tuple>
 
 #include "common/status_macros.h"
+#include "core/lease_length.h"
 #include "core/stale_fence.h"
 #include "core/utf8.h"
 #include "idem/key.h"
 
 namespace idem::postgres {
 namespace {
-
-absl::Status CheckLease(Millis lease) {
-  if (lease.count() > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      fmt::format("a lease must be positive, got {} ms", lease.count()));
-}
 
 absl::Status CheckText(std::string_view name, std::string_view text) {
   if (text.find('\0') == std::string_view::npos &&
@@ -42,7 +37,7 @@ absl::Status CheckWrite(const LeaseWrite& write) {
     IDEM_RETURN_IF_ERROR(CheckText("owner", write.owner));
   }
   if (write.kind == LeaseWrite::Kind::kClaim || write.kind == LeaseWrite::Kind::kHeartbeat) {
-    return CheckLease(write.lease);
+    return CheckLeaseLength(write.lease);
   }
   return absl::OkStatus();
 }

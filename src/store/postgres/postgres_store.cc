@@ -9,6 +9,7 @@
 
 #include "common/status_macros.h"
 #include "core/key_query.h"
+#include "core/lease_length.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
 #include "store/postgres/pg_key_table.h"
@@ -22,15 +23,9 @@ namespace idem {
 namespace postgres {
 namespace {
 
-absl::Status CheckLease(Millis lease) {
-  if (lease.count() > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      fmt::format("a lease must be positive, got {} ms", lease.count()));
-}
-
 absl::Status CheckRequest(const ClaimRequest& request) {
   IDEM_RETURN_IF_ERROR(ValidateScope(request.scope));
-  return CheckLease(request.lease);
+  return CheckLeaseLength(request.lease);
 }
 
 class PostgresStore final : public Store {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/status_macros.h"
+#include "core/lease_length.h"
 #include "core/retried_write.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
@@ -50,12 +51,6 @@ class Batch {
   int64_t first_fence_ = 0;
 };
 
-absl::Status CheckLease(Millis lease) {
-  if (lease.count() > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      fmt::format("lease is {} ms; give a positive lease, e.g. 30s", lease.count()));
-}
-
 absl::StatusOr<LeaseWriteResult> Batch::Apply(const LeaseWrite& write) {
   if (absl::Status valid = ValidateScope(write.scope); !valid.ok()) return Result(valid);
   switch (write.kind) {
@@ -74,7 +69,7 @@ absl::StatusOr<LeaseWriteResult> Batch::Apply(const LeaseWrite& write) {
 }
 
 absl::StatusOr<LeaseWriteResult> Batch::Claim(const LeaseWrite& write) {
-  if (absl::Status lease = CheckLease(write.lease); !lease.ok()) return Result(lease);
+  if (absl::Status lease = CheckLeaseLength(write.lease); !lease.ok()) return Result(lease);
   if (!next_fence_.has_value()) {
     IDEM_ASSIGN_OR_RETURN(first_fence_, NextFence(conn_));
     next_fence_ = first_fence_;
@@ -113,7 +108,7 @@ absl::StatusOr<LeaseWriteResult> Batch::Claim(const LeaseWrite& write) {
 }
 
 absl::StatusOr<LeaseWriteResult> Batch::Heartbeat(const LeaseWrite& write) {
-  if (absl::Status lease = CheckLease(write.lease); !lease.ok()) return Result(lease);
+  if (absl::Status lease = CheckLeaseLength(write.lease); !lease.ok()) return Result(lease);
   const int64_t lease_until = now_ + write.lease.count();
   IDEM_ASSIGN_OR_RETURN(int64_t changed,
                         ExtendLease(conn_, write.scope, write.fence, now_, lease_until, host_));

@@ -16,6 +16,7 @@
 
 #include "common/status_macros.h"
 #include "core/key_query.h"
+#include "core/lease_length.h"
 #include "core/retried_write.h"
 #include "core/stale_fence.h"
 #include "idem/key.h"
@@ -42,12 +43,6 @@ absl::Status InWriteTransaction(Connection& conn, const std::function<absl::Stat
   if (status.ok()) status = conn.Run("COMMIT");
   if (!status.ok() && conn.InTransaction()) conn.Run("ROLLBACK").IgnoreError();
   return status;
-}
-
-absl::Status CheckLease(Millis lease) {
-  if (lease.count() > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      fmt::format("lease is {} ms; give a positive lease, e.g. 30s", lease.count()));
 }
 
 class SqliteStore final : public Store {
@@ -141,7 +136,7 @@ class SqliteStore final : public Store {
 
 absl::StatusOr<ClaimResult> SqliteStore::Claim(const ClaimRequest& request) {
   IDEM_RETURN_IF_ERROR(ValidateScope(request.scope));
-  IDEM_RETURN_IF_ERROR(CheckLease(request.lease));
+  IDEM_RETURN_IF_ERROR(CheckLeaseLength(request.lease));
   IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
   ClaimResult result;
   IDEM_RETURN_IF_ERROR(InWriteTransaction(*conn, [&]() -> absl::Status {
@@ -156,7 +151,7 @@ absl::StatusOr<ClaimResult> SqliteStore::Claim(const ClaimRequest& request) {
 absl::StatusOr<KeyRecord> SqliteStore::TakeOver(const ClaimRequest& request,
                                                 int64_t expected_fence) {
   IDEM_RETURN_IF_ERROR(ValidateScope(request.scope));
-  IDEM_RETURN_IF_ERROR(CheckLease(request.lease));
+  IDEM_RETURN_IF_ERROR(CheckLeaseLength(request.lease));
   IDEM_ASSIGN_OR_RETURN(ConnectionPool::Lease conn, pool_->Acquire());
   KeyRecord record;
   IDEM_RETURN_IF_ERROR(InWriteTransaction(*conn, [&]() -> absl::Status {
@@ -199,7 +194,7 @@ absl::Status SqliteStore::FencedWrite(
 }
 
 absl::Status SqliteStore::Heartbeat(const Scope& scope, int64_t fence, Millis lease) {
-  IDEM_RETURN_IF_ERROR(CheckLease(lease));
+  IDEM_RETURN_IF_ERROR(CheckLeaseLength(lease));
   return FencedWrite(scope, fence, "heartbeat", [&](Connection& conn, int64_t now) {
     return sqlite::ExtendLease(conn, scope, fence, now, now + lease.count(), HostNow());
   });

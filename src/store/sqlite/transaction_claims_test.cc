@@ -18,9 +18,8 @@ namespace {
 
 using absl::StatusCode;
 using idem::testing::CodeOf;
+using idem::testing::kFingerprint;
 using idem::testing::MakeScope;
-
-constexpr std::string_view kFingerprint = "fp";
 
 class DeferredClaimsTest : public ::testing::Test {
  protected:

@@ -16,10 +16,10 @@ namespace {
 
 using absl::StatusCode;
 using idem::testing::CodeOf;
+using idem::testing::kFingerprint;
 using idem::testing::MakeClaim;
 using idem::testing::MakeScope;
 
-constexpr std::string_view kFingerprint = "fp";
 constexpr Millis kRetention = std::chrono::hours(1);
 
 class TransactionFenceTest : public ::testing::Test {

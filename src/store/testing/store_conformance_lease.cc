@@ -305,6 +305,19 @@ TEST_P(StoreConformanceTest, SweepWithNonPositiveMaxRowsIsInvalidArgument) {
   EXPECT_EQ(CodeOf(store_->SweepExpired(-1)), StatusCode::kInvalidArgument);
 }
 
+TEST_P(StoreConformanceTest, ANonPositiveLeaseIsInvalidArgumentSayingWhatToGiveAndClaimsNothing) {
+  const Scope scope = MakeScope("no-lease");
+  for (const Millis lease : {Millis(0), Millis(-1000)}) {
+    const absl::StatusOr<ClaimResult> claimed =
+        store_->Claim(MakeClaim(scope, "w", kFingerprint, lease));
+    EXPECT_EQ(CodeOf(claimed), StatusCode::kInvalidArgument) << lease.count();
+    EXPECT_NE(claimed.status().message().find("give a positive lease"), std::string_view::npos)
+        << claimed.status();
+  }
+  IDEM_ASSERT_OK_AND_ASSIGN(ClaimResult valid, store_->Claim(MakeClaim(scope, "w2")));
+  EXPECT_TRUE(valid.claimed) << "a refused claim must leave the key free";
+}
+
 TEST_P(StoreConformanceTest, ManyThreadsClaimingOneKeyExactlyOneWins) {
   constexpr int kThreads = 8;
   std::latch start(kThreads);
