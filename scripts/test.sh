@@ -7,8 +7,9 @@ scripts/install-deps.sh
 jobs=$(nproc)
 # Line tables only (-g1): sanitizer reports still name file and line, and the heaviest objects
 # compile 10-35% faster than with full debug information on CI's two cores. A unity build (each
-# target's files compiled eight at a time as one) spends less CPU again on the headers and
-# templates files share (bench/RESULTS.md, "CI's build"); the targets it cannot join opt out.
+# target's files compiled eight at a time as one) spends about a third less CPU again on what the
+# files share (bench/RESULTS.md, "Session 26: CI's build as a unity build"); targets whose files
+# cannot be joined opt out (UNITY_BUILD OFF).
 cmake --preset dev -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1 \
   -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
 cmake --build --preset dev -j "$jobs"
