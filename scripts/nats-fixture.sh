@@ -127,6 +127,22 @@ wait_ready() {
   return 1
 }
 
+# wait_meta_leader HTTP_PORT: polls /jsz until the cluster's JetStream meta group has a leader.
+# nats-server 2.15 answers /healthz?js-server-only=true before one is elected, and a client that
+# asks JetStream anything in that window waits for its timeout (seen as the cluster tests' first
+# store failing to open: "asking JetStream for the account: JetStream did not answer in time").
+wait_meta_leader() {
+  local port=$1 deadline=$((SECONDS + ready_timeout))
+  while ((SECONDS < deadline)); do
+    if curl -fsS --max-time 2 "http://127.0.0.1:$port/jsz" 2>/dev/null | grep -q '"leader"'; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "nats-fixture: the cluster elected no JetStream meta leader in ${ready_timeout}s" >&2
+  return 1
+}
+
 stop_pid() {
   local pid=$1 deadline=$((SECONDS + 30))
   kill -TERM "$pid" 2>/dev/null || return 0
@@ -157,6 +173,7 @@ start() {
     for ((i = 1; i <= nodes; i++)); do
       if ! wait_ready "$root/n$i" "${http[$i]}"; then ok=0; break; fi
     done
+    if ((ok && nodes > 1)) && ! wait_meta_leader "${http[1]}"; then ok=0; fi
     if ((ok)); then
       local urls=() monitors=()
       for ((i = 1; i <= nodes; i++)); do

@@ -21,6 +21,16 @@ constexpr char kRollupHeader[] = "Nats-Rollup";
 // How long a call waits beyond the timeout libnats applies to each publish (which answers every
 // write it sent, with a timeout at worst) before it gives a write up as unknown itself.
 constexpr std::chrono::seconds kGrace(2);
+// The same refusal as JSStreamWrongLastSequenceErr (10071), without the sequence in its text:
+// what nats-server 2.15's clustered stream leader answered to writes that lost a race for one
+// key (NatsClusterRace, many threads claiming one key at once), where 2.9 answers 10071. libnats
+// 3.4 (Debian 12's) has no name for it.
+constexpr int kWrongLastSequenceUnnumbered = 10164;
+
+bool WrongLastSequence(const jsPubAckErr& error) {
+  return error.ErrCode == JSStreamWrongLastSequenceErr ||
+         static_cast<int>(error.ErrCode) == kWrongLastSequenceUnnumbered;
+}
 
 using WriteResult = JetStreamClient::WriteResult;
 using Publish = JetStreamClient::Publish;
@@ -50,7 +60,7 @@ natsStatus BuildMessage(natsMsg** msg, const Publish& write) {
 WriteResult ResultOf(const jsPubAck* ack, const jsPubAckErr* error, const Publish& write) {
   if (ack != nullptr && ack->Duplicate) return std::optional<uint64_t>();  // lost the race
   if (ack != nullptr) return std::optional<uint64_t>(ack->Sequence);
-  if (error != nullptr && error->ErrCode == JSStreamWrongLastSequenceErr) {
+  if (error != nullptr && WrongLastSequence(*error)) {
     return std::optional<uint64_t>();  // the key moved on: nothing written
   }
   return TranslateJetStreamError(
