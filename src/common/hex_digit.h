@@ -1,4 +1,5 @@
-// Internal: the value of one hexadecimal digit, for the parsers of UUIDs and percent-encoding.
+// Internal: the value of one hexadecimal digit, for the parsers of UUIDs and of percent-encoding
+// (conninfo keywords, request paths).
 #ifndef IDEM_COMMON_HEX_DIGIT_H_
 #define IDEM_COMMON_HEX_DIGIT_H_
 

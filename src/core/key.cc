@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/optional_whitespace.h"
 #include "core/utf8.h"
 
 namespace idem {
@@ -146,17 +147,10 @@ absl::Status ValidateTenantText(std::string_view tenant) {
   return absl::OkStatus();
 }
 
-std::string_view TrimOws(std::string_view value) {
-  const std::size_t begin = value.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return {};
-  const std::size_t end = value.find_last_not_of(" \t");
-  return value.substr(begin, end - begin + 1);
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> ParseIdempotencyKey(std::string_view header_value) {
-  const std::string_view value = TrimOws(header_value);
+  const std::string_view value = TrimOptionalWhitespace(header_value);
   if (value.empty()) {
     return Invalid("Idempotency-Key is empty; send 1 to 255 visible ASCII characters");
   }

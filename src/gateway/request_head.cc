@@ -1,9 +1,11 @@
 #include "gateway/request_head.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 
-#include <fmt/format.h>
+#include "common/hex_digit.h"
 
 namespace idem::gateway {
 
@@ -31,18 +33,13 @@ absl::Status AmbiguousFraming(const http::request_parser<http::empty_body>& head
 // "/%63harges" or "/x/../charges" would pass by a route for "/charges" that an upstream
 // normalising its paths serves.
 std::string NormalPath(std::string_view path) {
-  const auto hex = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
   std::string decoded;
   decoded.reserve(path.size());
   for (size_t i = 0; i < path.size(); ++i) {
-    if (path[i] == '%' && i + 2 < path.size() && hex(path[i + 1]) >= 0 &&
-        hex(path[i + 2]) >= 0) {
-      const char c = static_cast<char>(hex(path[i + 1]) * 16 + hex(path[i + 2]));
+    if (path[i] == '%' && i + 2 < path.size() && HexDigitValue(path[i + 1]) >= 0 &&
+        HexDigitValue(path[i + 2]) >= 0) {
+      const char c =
+          static_cast<char>(HexDigitValue(path[i + 1]) * 16 + HexDigitValue(path[i + 2]));
       if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
           c == '~') {
         decoded.push_back(c);

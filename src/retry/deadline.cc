@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/status/status.h"
+#include "common/optional_whitespace.h"
 
 namespace idem::retry {
 
@@ -13,8 +14,7 @@ std::string FormatDeadlineHeader(Millis remaining) {
 }
 
 absl::StatusOr<Millis> ParseDeadlineHeader(std::string_view value) {
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  value = TrimOptionalWhitespace(value);
   if (value.empty() || value.size() > 12 ||
       value.find_first_not_of("0123456789") != std::string_view::npos) {
     return absl::InvalidArgumentError(

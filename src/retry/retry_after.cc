@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
-#include "retry/optional_whitespace.h"
+#include "common/optional_whitespace.h"
 
 namespace idem::retry {
 namespace {

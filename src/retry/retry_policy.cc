@@ -7,7 +7,7 @@
 #include <cctype>
 
 #include "absl/status/status.h"
-#include "retry/optional_whitespace.h"
+#include "common/optional_whitespace.h"
 
 namespace idem::retry {
 namespace {
