@@ -21,4 +21,9 @@ cmake --build --preset dev -j "$jobs"
 # Little is left there anyway: the tests are mostly CPU under ASan. On a fresh 2-core machine
 # (December 2026) -j2 took 1,181 s and -j4 1,059 s and 1,036 s with both cores 97% busy (the
 # first -j4 run found a PostgreSQL opening bug, since fixed; both passed every NATS test).
-ctest --preset dev -j "$jobs"
+# A failure prints the end of each failed test's own output last, where a CI log's tail shows it.
+ctest --preset dev -j "$jobs" || {
+  status=$?
+  bash scripts/print-failed-tests.sh build/dev
+  exit "$status"
+}
