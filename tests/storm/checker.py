@@ -14,7 +14,8 @@ For every key:
       * on a route without `recover = "status"`: the gateway that sent the earlier run was
         killed, drained or restarted, or it was cut off its store (a partition) or the store was
         out for half the lease or more, before the later run (the lease lapsed and a retry took
-        the key over and re-sent it).
+        the key over and re-sent it); or that gateway took half the lease or more to replay a
+        key already recorded (a loaded machine stalled its store path: stalls.py).
     On a `status` route a lapsed key is settled by asking the status URL, never by re-sending.
     The library workers on PostgreSQL (workers.py) are judged as gateways are: a LeaseGuard key
     (`lease`) as a route without status recovery, its worker killed (wk_kill) or paused (wk_stop)
@@ -32,11 +33,11 @@ it (store_losses.py).
 """
 
 import collections
-import hashlib
 import json
 import re
 import sys
 
+from stalls import key_digest, stalled_between, store_path_stalls, upstream_stalls
 from store_losses import FINAL_502, store_lost_writes
 
 # What a client may get instead of the key's answer (docs/gateway.md's table).
@@ -99,7 +100,7 @@ def released_reason(prev, cur, meta, releases, upstream_timeout):
     """Whether the gateway that sent `prev` released the key at exit (a drain) because its
     upstream call had ended without an answer, its 504 never written, before `cur` ran. Its log
     names the key string by its hash alone: two tenants' keys of one string are not told apart."""
-    digest = hashlib.sha256(meta.get("key_string", meta["key"]).encode()).hexdigest()[:16]
+    digest = key_digest(meta)
     for r in releases:
         if r["gw"] == prev["gw"] and r["key_sha256"] == digest and \
                 prev["t"] - upstream_timeout - 10 <= r["at"] <= cur["t"] + 0.05:
@@ -108,26 +109,8 @@ def released_reason(prev, cur, meta, releases, upstream_timeout):
     return None
 
 
-# What the upstream logs as it reads a request: a run, an arrival that ran nothing, a status query.
-UPSTREAM_READS = ("exec", "arrival", "status_query")
-
-
-def upstream_stalls(records, failures, gap=1.0):
-    """The spells in which the upstream read nothing at all while a gateway forwarded a request
-    and answered it 504 (begun and answered within the spell): the upstream starved (a loaded
-    machine), not idle. (start, end) pairs on the run's clock."""
-    reads = sorted(r["t"] for r in records if r["ev"] in UPSTREAM_READS)
-    return [(a, b) for a, b in zip(reads, reads[1:]) if b - a >= gap and
-            any(f["status"] == 504 and a < f.get("start", f["at"]) and f["at"] < b
-                for f in failures)]
-
-
-def stalled_between(stalls, since, until):
-    """How long the upstream was stalled between `since` and `until`."""
-    return sum(max(0.0, min(b, until) - max(a, since)) for a, b in stalls)
-
-
-def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures, stalls=()):
+def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures, stalls=(),
+                 store_stalls=()):
     """Why `cur` may run the effect again after `prev`, or None."""
     if meta["recover"] == "tx":
         return None  # the in-transaction guard: the effect commits with the answer, or not at all
@@ -188,6 +171,10 @@ def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures, sta
             return "%s, which sent run %d, went down (%s)" % (f["gw"], prev["ex"], f["kind"])
     if meta["recover"] == "status":
         return None
+    for gw, start, end in store_stalls:
+        if gw == prev["gw"] and end - start >= lease / 2 and start < window[1] and end > window[0]:
+            return "%s, which sent run %d, took %.1fs to replay a recorded key (lease %.1fs)" % (
+                gw, prev["ex"], end - start, lease)
     for outage in store_outages(faults):
         if overlaps(outage, *window) and outage["end"] - outage["start"] >= lease / 2:
             return "the store was out %.1fs (%s; lease %.1fs)" % (
@@ -209,6 +196,7 @@ def check(records):
             keys[r["key"]] = r
         elif "key" in r:
             by_key[r["key"]][r["ev"]].append(r)
+    store_stalls = store_path_stalls(records, keys)
     v = Verdict()
     v.requests = sum(1 for r in records if r["ev"] == "send")
     for name, meta in keys.items():
@@ -220,7 +208,7 @@ def check(records):
         recorded = check_replays(v, name, events)
         for prev, cur in zip(execs, execs[1:]):
             reason = rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures,
-                                  stalls)
+                                  stalls, store_stalls)
             if reason is None:
                 reason = released_reason(prev, cur, meta, releases, upstream_timeout)
             if reason is None:

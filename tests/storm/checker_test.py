@@ -176,6 +176,31 @@ class CheckerTest(unittest.TestCase):
                       fault("net_store_long", 1.2, 4.0, gw="g2"))
         self.assertEqual(len(taker.violations), 1)
 
+    def test_a_holder_slow_to_replay_a_recorded_key_allows_a_rerun_a_waiting_replay_not(self):
+        # The storm's po-60143-k89 (seed 760143, a loaded machine): g1 ran k1, its outcome write
+        # in flight, while it took 2-3.7 s to replay keys recorded long before; its lease lapsed
+        # and g2 took k1 over and re-sent it.
+        digest = checker.key_digest({"key": "k2"})
+        recorded = dict(answer(7, t=0.5, name="k2"), replayed="true")
+
+        def slow(start, end, gw="g1"):
+            return {"ev": "slow_replay", "gw": gw, "key_sha256": digest, "start": start,
+                    "at": end, "t": end}
+
+        def rerun(meta, *stalls):
+            return check(meta, key("k2"), run_(7, 0.3, name="k2", xrid="rid-k2"), recorded,
+                         replays(7, name="k2"), run_(1, 1.0), run_(2, 5.0, gw="g2"), answer(2),
+                         replays(2), *stalls)
+        ok = rerun(key(), slow(1.5, 3.8))
+        self.assertEqual(ok.violations, [])
+        self.assertIn("g1, which sent run 1, took 2.3s to replay a recorded key",
+                      [a[1] for a in ok.allowed if a[0] == "k1"][0])
+        self.assertEqual(len(rerun(key(), slow(1.5, 3.0)).violations), 1)  # under half the lease
+        self.assertEqual(len(rerun(key(), slow(1.5, 3.8, gw="g2")).violations), 1)  # the taker
+        self.assertEqual(len(rerun(key(recover="status"), slow(1.5, 3.8)).violations), 1)
+        # Begun before any client had k2 replayed: it may have waited for k2's holder.
+        self.assertEqual(len(rerun(key(), slow(0.2, 3.8)).violations), 1)
+
     def test_store_faults_back_to_back_are_one_outage_faults_apart_are_not(self):
         # The storm's sq-61203-k297: a full disk 2.4 s, the write lock 1.8 s, then 2.0 s, one
         # after the other; each is shorter than half the lease (4 s here: 1.5 s each), together

@@ -94,10 +94,15 @@ RELEASED_AT_EXIT = re.compile(r"released key sha256:([0-9a-f]{16}) \(fence \d+; 
 GATEWAY_STARTED = re.compile(r"==== storm: start clock ([+-][0-9.]+)s ")
 
 
+# A replay that took this long (seconds) goes into the history as a `slow_replay`.
+SLOW_REPLAY = 0.5
+
+
 def record_upstream_failures(gateways, history):
     """Puts each gateway's 502/504 upstream failures in the history (its JSON request lines at
     --log-level debug: decision upstream_error): the gateway's own word that an upstream run's
-    answer was not kept and the key released, whatever the upstream's timing looked like."""
+    answer was not kept and the key released, whatever the upstream's timing looked like. Its
+    replays that took SLOW_REPLAY or more go in too, as `slow_replay`."""
     for g in gateways:
         clock_offset = 0.0  # a gateway started under a stepped clock stamps its lines with it
         for line in g.log_lines():
@@ -106,7 +111,8 @@ def record_upstream_failures(gateways, history):
                 clock_offset = float(started.group(1))
                 continue
             released = RELEASED_AT_EXIT.search(line) if line.startswith("{") else None
-            if not line.startswith("{") or ('"upstream_error"' not in line and not released):
+            if not line.startswith("{") or ('"upstream_error"' not in line and not released and
+                                            '"decision":"replayed"' not in line):
                 continue
             try:
                 doc = json.loads(line)
@@ -120,6 +126,12 @@ def record_upstream_failures(gateways, history):
                 # 504 never written): the log names the key by its hash, not the request.
                 history.record("released_at_exit", gw=g.name, key_sha256=released.group(1),
                                at=round(at, 4))
+                continue
+            took = doc.get("duration_ms", 0) / 1000.0
+            if doc.get("decision") == "replayed" and took >= SLOW_REPLAY:
+                # The gateway's store path stalled (stalls.store_path_stalls weighs it).
+                history.record("slow_replay", gw=g.name, key_sha256=doc.get("key_sha256"),
+                               at=round(at, 4), start=round(at - took, 4))
                 continue
             if doc.get("decision") != "upstream_error" or doc.get("status") not in (502, 504):
                 continue
