@@ -31,9 +31,9 @@ bool IsSecretKeyword(std::string_view name) {
 std::string PercentDecoded(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
-    const int high = i + 2 < text.size() ? HexDigitValue(text[i + 1]) : -1;
-    const int low = i + 2 < text.size() ? HexDigitValue(text[i + 2]) : -1;
-    if (text[i] == '%' && high >= 0 && low >= 0) {
+    const int high = text[i] == '%' && i + 2 < text.size() ? HexDigitValue(text[i + 1]) : -1;
+    const int low = high >= 0 ? HexDigitValue(text[i + 2]) : -1;
+    if (low >= 0) {
       out.push_back(static_cast<char>(high * 16 + low));
       i += 2;
     } else {

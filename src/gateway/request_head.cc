@@ -36,12 +36,13 @@ std::string NormalPath(std::string_view path) {
   std::string decoded;
   decoded.reserve(path.size());
   for (size_t i = 0; i < path.size(); ++i) {
-    if (path[i] == '%' && i + 2 < path.size() && HexDigitValue(path[i + 1]) >= 0 &&
-        HexDigitValue(path[i + 2]) >= 0) {
-      const char c =
-          static_cast<char>(HexDigitValue(path[i + 1]) * 16 + HexDigitValue(path[i + 2]));
-      if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
-          c == '~') {
+    if (path[i] == '%' && i + 2 < path.size()) {
+      const int high = HexDigitValue(path[i + 1]);
+      const int low = HexDigitValue(path[i + 2]);
+      const char c = static_cast<char>(high * 16 + low);
+      if (high >= 0 && low >= 0 &&
+          (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
+           c == '~')) {
         decoded.push_back(c);
         i += 2;
         continue;
