@@ -171,10 +171,11 @@ def rerun_reason(prev, cur, meta, faults, lease, upstream_timeout, failures, sta
             return "%s, which sent run %d, went down (%s)" % (f["gw"], prev["ex"], f["kind"])
     if meta["recover"] == "status":
         return None
-    for gw, start, end in store_stalls:
-        if gw == prev["gw"] and end - start >= lease / 2 and start < window[1] and end > window[0]:
+    for stall in store_stalls:
+        took = stall["end"] - stall["start"]
+        if stall["gw"] == prev["gw"] and took >= lease / 2 and overlaps(stall, *window):
             return "%s, which sent run %d, took %.1fs to replay a recorded key (lease %.1fs)" % (
-                gw, prev["ex"], end - start, lease)
+                stall["gw"], prev["ex"], took, lease)
     for outage in store_outages(faults):
         if overlaps(outage, *window) and outage["end"] - outage["start"] >= lease / 2:
             return "the store was out %.1fs (%s; lease %.1fs)" % (

@@ -148,7 +148,7 @@ class Gateway(ChildProcess):
             env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "verify_asan_link_order=0"
         with open(self.log, "a") as log:
             # The clock the gateway's log lines are stamped with: the storm maps them back to
-            # its own clock (storm.record_upstream_failures).
+            # its own clock (storm.record_gateway_log).
             log.write("==== storm: start clock %+.1fs %s\n" % (
                 clock_offset if clock_offset is not None and os.path.exists(FAKETIME) else 0.0,
                 " ".join(self.command())))

@@ -30,7 +30,7 @@ def key_digest(meta):
 
 
 def store_path_stalls(records, keys):
-    """(gateway, start, end) spells in which a gateway took that long to replay a key that a
+    """The spells ({"gw", "start", "end"}) in which a gateway took that long to replay a key that a
     client had already been replayed before the request began (the gateway's `slow_replay` log
     records): such a request waits for no holder, it needs the gateway's threads and one store
     round trip and nothing else, so in that spell the gateway could not have renewed the leases
@@ -47,5 +47,5 @@ def store_path_stalls(records, keys):
             continue
         name = digests.get(r["key_sha256"])
         if name in first_replay and first_replay[name] <= r["start"]:
-            spells.append((r["gw"], r["start"], r["at"]))
+            spells.append({"gw": r["gw"], "start": r["start"], "end": r["at"]})
     return spells

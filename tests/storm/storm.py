@@ -98,7 +98,7 @@ GATEWAY_STARTED = re.compile(r"==== storm: start clock ([+-][0-9.]+)s ")
 SLOW_REPLAY = 0.5
 
 
-def record_upstream_failures(gateways, history):
+def record_gateway_log(gateways, history):
     """Puts each gateway's 502/504 upstream failures in the history (its JSON request lines at
     --log-level debug: decision upstream_error): the gateway's own word that an upstream run's
     answer was not kept and the key released, whatever the upstream's timing looked like. Its
@@ -137,7 +137,7 @@ def record_upstream_failures(gateways, history):
                 continue
             history.record("upstream_failure", gw=g.name, xrid=doc.get("request_id"),
                            status=doc["status"], at=round(at, 4),
-                           start=round(at - doc.get("duration_ms", 0) / 1000.0, 4))
+                           start=round(at - took, 4))
 
 
 def merge(path, records):
@@ -236,7 +236,7 @@ def run_store(args, name, out):
         if not unjudged:
             replay_keys(plan, list(load.keys), final, history)
             final.terminate()
-        record_upstream_failures(gateways, history)
+        record_gateway_log(gateways, history)
         fault_counts = dict(nemesis.counts)
         fault_counts.update(extra.counts)
         if actors is not None:
